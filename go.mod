@@ -1,0 +1,3 @@
+module partita.dev/partita
+
+go 1.26.8

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/gpu"
+	"partita.dev/partita/internal/workload"
+)
+
+// Placer runs the pipeline of one policy. It keeps a cache of per-node
+// verdicts keyed by the node's generation, so a placement costs one cache
+// look-up per unchanged node and a full evaluation only of nodes that
+// changed since the same kind of request was last seen. The cache never
+// changes a result: a verdict is reused only for the very node state it was
+// computed on.
+type Placer struct {
+	policy   Policy
+	rng      *rand.Rand
+	headroom float64
+
+	classes map[requestKey]int
+	cache   [][]verdict // [class][node position]
+}
+
+// verdict is the cached outcome of filter and score for one node.
+type verdict struct {
+	gen    uint64 // node generation it was computed on; 0 = empty
+	ok     bool
+	reason Reason
+	score  int64
+	hint   Hint
+}
+
+// maxClasses bounds the cache: past it the cache starts over, which costs
+// speed, never correctness.
+const maxClasses = 512
+
+// NewPlacer builds a placer. rng is the only source of randomness; the
+// same policy, rng seed and inputs give the same placements.
+func NewPlacer(p Policy, rng *rand.Rand) *Placer {
+	if p.Picker == nil {
+		p.Picker = DefaultPicker{}
+	}
+	return &Placer{policy: p, rng: rng, headroom: gpu.DefaultHeadroom, classes: map[requestKey]int{}}
+}
+
+// Policy returns the placer's policy.
+func (p *Placer) Policy() Policy { return p.policy }
+
+// SetHeadroom changes the GPU memory kept above a memory profile's peak.
+func (p *Placer) SetHeadroom(h float64) { p.headroom = h }
+
+// Failure says why a task fits nowhere: how many nodes were ruled out for
+// each reason.
+type Failure struct {
+	Task    string
+	Nodes   int
+	Reasons map[Code]int
+}
+
+func (f *Failure) Error() string {
+	codes := make([]string, 0, len(f.Reasons))
+	for c := range f.Reasons {
+		codes = append(codes, string(c))
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		ci, cj := f.Reasons[Code(codes[i])], f.Reasons[Code(codes[j])]
+		return ci > cj || ci == cj && codes[i] < codes[j]
+	})
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d %s", f.Reasons[Code(c)], c)
+	}
+	return fmt.Sprintf("task %s: 0/%d nodes fit (%s)", f.Task, f.Nodes, strings.Join(parts, ", "))
+}
+
+// Request prepares a task with the placer's headroom and policy rewrite.
+func (p *Placer) Request(t workload.Task) (*Request, error) {
+	r, err := NewRequest(t, p.headroom)
+	if err != nil {
+		return nil, err
+	}
+	if p.policy.Rewriter != nil {
+		r = p.policy.Rewriter.Rewrite(r)
+	}
+	return r, nil
+}
+
+// Place finds where a task goes on st, without changing st. The caller
+// applies the assignment with st.Allocate.
+func (p *Placer) Place(st *cluster.State, t workload.Task) (cluster.Assignment, error) {
+	r, err := p.Request(t)
+	if err != nil {
+		return cluster.Assignment{}, err
+	}
+	return p.PlaceRequest(st, r)
+}
+
+// PlaceRequest is Place for a prepared request.
+func (p *Placer) PlaceRequest(st *cluster.State, r *Request) (cluster.Assignment, error) {
+	verdicts := p.evaluate(st, r)
+	best := -1
+	if p.policy.Selector != nil {
+		var feasible []int
+		for i := range verdicts {
+			if verdicts[i].ok {
+				feasible = append(feasible, i)
+			}
+		}
+		if len(feasible) > 0 {
+			best = p.policy.Selector.Select(st, feasible, p.rng)
+		}
+	} else {
+		best = argmax(st, verdicts)
+	}
+	if best < 0 {
+		return cluster.Assignment{}, failure(r, verdicts)
+	}
+	n := st.Node(best)
+	grants, ok := p.policy.Picker.Pick(n, r, verdicts[best].hint, p.rng)
+	if !ok {
+		// A filter passed a node the picker cannot use: a bug in a policy.
+		return cluster.Assignment{}, fmt.Errorf("task %s: policy %s: node %s passed the filters but no device could be picked", r.Task.Name, p.policy.Name, n.Name)
+	}
+	return cluster.Assignment{Task: r.Task.Name, Node: n.Name, CPUMilli: r.CPUMilli, MemoryMiB: r.MemMiB, Grants: grants}, nil
+}
+
+// argmax returns the feasible node with the best score, ties to the lowest
+// Rank, or -1.
+func argmax(st *cluster.State, vs []verdict) int {
+	best := -1
+	for i := range vs {
+		if !vs[i].ok {
+			continue
+		}
+		if best < 0 || vs[i].score > vs[best].score ||
+			vs[i].score == vs[best].score && st.Node(i).Rank < st.Node(best).Rank {
+			best = i
+		}
+	}
+	return best
+}
+
+func failure(r *Request, vs []verdict) *Failure {
+	f := &Failure{Task: r.Task.Name, Nodes: len(vs), Reasons: map[Code]int{}}
+	for i := range vs {
+		f.Reasons[vs[i].reason.Code]++
+	}
+	return f
+}
+
+// evaluate returns the verdict on every node, from the cache where the
+// node has not changed.
+func (p *Placer) evaluate(st *cluster.State, r *Request) []verdict {
+	vs := p.slot(r, st.Len())
+	for i := range vs {
+		n := st.Node(i)
+		if !p.policy.Volatile && vs[i].gen == n.Gen() && vs[i].gen != 0 {
+			continue
+		}
+		vs[i] = p.judge(n, r)
+		vs[i].gen = n.Gen()
+	}
+	return vs
+}
+
+func (p *Placer) judge(n *cluster.Node, r *Request) verdict {
+	if ok, code := fits(n, r); !ok {
+		return verdict{reason: Reason{Filter: "fit", Code: code}}
+	}
+	for _, f := range p.policy.Filters {
+		if ok, why := f.Filter(n, r); !ok {
+			return verdict{reason: why}
+		}
+	}
+	v := verdict{ok: true}
+	if p.policy.Scorer != nil {
+		v.score, v.hint = p.policy.Scorer.Score(n, r)
+	}
+	return v
+}
+
+// slot returns the cache row for r's class, sized for nodes.
+func (p *Placer) slot(r *Request, nodes int) []verdict {
+	c, ok := p.classes[r.key]
+	if !ok {
+		if len(p.cache) >= maxClasses {
+			p.classes = map[requestKey]int{}
+			p.cache = nil
+		}
+		c = len(p.cache)
+		p.classes[r.key] = c
+		p.cache = append(p.cache, nil)
+	}
+	if len(p.cache[c]) != nodes {
+		p.cache[c] = make([]verdict, nodes)
+	}
+	return p.cache[c]
+}

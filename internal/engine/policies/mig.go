@@ -1,0 +1,105 @@
+package policies
+
+import (
+	"sync"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
+	"partita.dev/partita/internal/gpu"
+)
+
+// MIG placement, in order of what matters:
+//  1. a free instance of the profile that already exists: no
+//     reconfiguration, no delay;
+//  2. a GPU already split and in use rather than an idle one, and a node
+//     already in use rather than an idle one: whole GPUs and whole nodes
+//     stay free for training;
+//  3. the place that keeps the GPU most flexible: the most maximal layouts
+//     of the model still reachable from the new layout;
+//  4. the tightest fit: the fewest free memory slices left.
+const (
+	migBand      = int64(1e12)
+	migExisting  = int64(1e10)
+	migBusyGPU   = int64(1e9)
+	migBusyNode  = int64(1e8)
+	migFlexUnit  = int64(1e4)
+	migTightUnit = int64(10)
+)
+
+// migChoice rates the best MIG place for r on n. ok is false when r takes
+// no MIG instance on any GPU of n.
+func migChoice(n *cluster.Node, r *engine.Request) (engine.Hint, int64, bool) {
+	nodeBusy := len(n.Tasks()) > 0
+	best, hint, found := int64(0), engine.Hint{}, false
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		p := r.ProfileOn(g)
+		if p == nil {
+			continue
+		}
+		layout := g.Layout()
+		for _, pl := range engine.SlicesFor(g, p) {
+			sc := migBand
+			next := layout
+			if containsPlacement(layout, pl) {
+				sc += migExisting
+			} else {
+				next = append(append(gpu.Layout(nil), layout...), pl)
+			}
+			if !g.Idle() {
+				sc += migBusyGPU
+			}
+			if nodeBusy {
+				sc += migBusyNode
+			}
+			sc += migFlexUnit * int64(flexibility(g.Model, next))
+			sc += migTightUnit * int64(8-freeSlices(g.FreeMemorySlices()&^p.Mask(pl.Start)))
+			if !found || sc > best {
+				best, hint, found = sc, engine.Hint{Set: true, GPU: i, Slice: pl}, true
+			}
+		}
+	}
+	return hint, best, found
+}
+
+func containsPlacement(l gpu.Layout, p gpu.Placement) bool {
+	for _, q := range l {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func freeSlices(mask uint8) int {
+	c := 0
+	for ; mask != 0; mask &= mask - 1 {
+		c++
+	}
+	return c
+}
+
+var maximal sync.Map // model name -> []gpu.Layout
+
+// flexibility counts the maximal layouts of m that contain every instance
+// of l: how many ways the GPU can still be completed.
+func flexibility(m *gpu.Model, l gpu.Layout) int {
+	v, ok := maximal.Load(m.Name)
+	if !ok {
+		v, _ = maximal.LoadOrStore(m.Name, m.MaximalLayouts())
+	}
+	count := 0
+	for _, full := range v.([]gpu.Layout) {
+		all := true
+		for _, p := range l {
+			if !containsPlacement(full, p) {
+				all = false
+				break
+			}
+		}
+		if all {
+			count++
+		}
+	}
+	return count
+}
