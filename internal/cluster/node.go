@@ -11,6 +11,7 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"partita.dev/partita/internal/gpu"
@@ -225,4 +226,32 @@ func (n *Node) clone() *Node {
 	}
 	c.tasks = append([]Assignment(nil), n.tasks...)
 	return &c
+}
+
+// Describe writes the node's GPUs and what runs on them, one line per GPU:
+// the canonical text form tests compare and the demo prints.
+func (n *Node) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s cpu %d/%dm mem %d/%d MiB\n", n.Name, n.cpuUsed, n.CPUMilli, n.memUsed, n.MemoryMiB)
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		fmt.Fprintf(&b, "  gpu%d %s", g.Index, g.Model.Name)
+		if g.MIG {
+			b.WriteString(" mig")
+			for _, s := range g.slices {
+				task := s.Task
+				if task == "" {
+					task = "-"
+				}
+				fmt.Fprintf(&b, " [%s %s]", s.Placement, task)
+			}
+		} else {
+			fmt.Fprintf(&b, " %d/1000", g.used)
+			for _, h := range g.holders {
+				fmt.Fprintf(&b, " [%s %d]", h.Task, h.Milli)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -60,6 +60,14 @@ type Rewriter interface {
 	Rewrite(r *Request) *Request
 }
 
+// Adjuster sees the whole snapshot once per placement and shifts the
+// cached node scores by what only the whole cluster shows (how scarce
+// empty nodes are, say). It runs outside the cache, so it must be cheap.
+type Adjuster interface {
+	Prepare(st *cluster.State, r *Request)
+	Adjust(n *cluster.Node, r *Request, score int64, h Hint) int64
+}
+
 // Policy is a placement policy: a named set of pipeline stages.
 type Policy struct {
 	Name     string
@@ -68,6 +76,7 @@ type Policy struct {
 	Scorer   Scorer   // nil: every node scores 0
 	Picker   Picker   // nil: DefaultPicker
 	Selector Selector // optional
+	Adjuster Adjuster // optional
 	// Volatile is set when scores depend on more than the node and the
 	// request (cluster-wide state, randomness), which turns the cache off.
 	Volatile bool

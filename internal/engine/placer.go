@@ -115,7 +115,7 @@ func (p *Placer) PlaceRequest(st *cluster.State, r *Request) (cluster.Assignment
 			best = p.policy.Selector.Select(st, feasible, p.rng)
 		}
 	} else {
-		best = argmax(st, verdicts)
+		best = p.argmax(st, r, verdicts)
 	}
 	if best < 0 {
 		return cluster.Assignment{}, failure(r, verdicts)
@@ -131,15 +131,22 @@ func (p *Placer) PlaceRequest(st *cluster.State, r *Request) (cluster.Assignment
 
 // argmax returns the feasible node with the best score, ties to the lowest
 // Rank, or -1.
-func argmax(st *cluster.State, vs []verdict) int {
-	best := -1
+func (p *Placer) argmax(st *cluster.State, r *Request, vs []verdict) int {
+	adj := p.policy.Adjuster
+	if adj != nil {
+		adj.Prepare(st, r)
+	}
+	best, bestScore := -1, int64(0)
 	for i := range vs {
 		if !vs[i].ok {
 			continue
 		}
-		if best < 0 || vs[i].score > vs[best].score ||
-			vs[i].score == vs[best].score && st.Node(i).Rank < st.Node(best).Rank {
-			best = i
+		sc := vs[i].score
+		if adj != nil {
+			sc = adj.Adjust(st.Node(i), r, sc, vs[i].hint)
+		}
+		if best < 0 || sc > bestScore || sc == bestScore && st.Node(i).Rank < st.Node(best).Rank {
+			best, bestScore = i, sc
 		}
 	}
 	return best

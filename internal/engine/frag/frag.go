@@ -14,10 +14,12 @@ import (
 	"sync"
 )
 
-// Shape is a task's request as fragmentation sees it. Memory is left out,
-// as in the paper.
+// Shape is a task's request as fragmentation sees it. The paper leaves
+// host memory out (MemMiB = 0); Partita puts it in, since GPUs stranded
+// on a node whose memory is full are as lost as any other fragment.
 type Shape struct {
 	CPUMilli int64
+	MemMiB   int64
 	Milli    int    // per-GPU share: 1..1000; 0 for CPU-only
 	Num      int    // GPUs; 0 for CPU-only
 	Spec     string // allowed models as written ("" = any); part of the key
@@ -35,6 +37,7 @@ type Distribution struct {
 	Pods      []Typical
 	canonical func(string) string
 	access    sync.Map // model name -> []bool, per typical pod: may it use the model
+	ratio     sync.Map // model name -> [2]float64: CPU and memory per GPU milli of the mix
 }
 
 // DefaultThreshold keeps the most frequent shapes that cover 95% of tasks
@@ -47,12 +50,35 @@ const DefaultThreshold = 0.95
 // canonical maps a model name as written in Spec to the name nodes use
 // (gpu.Lookup(name).Name); nil keeps names as they are.
 func Typicals(shapes []Shape, threshold float64, canonical func(string) string) *Distribution {
+	return Weighted(shapes, threshold, 0, canonical)
+}
+
+// Weighted is Typicals with whole-GPU tasks counted 1 + gpuWeight × GPUs
+// times, the FGD simulator's gpuResWeight (0 in the published runs): a
+// probability by GPU volume rather than by task count, so that rare large
+// tasks weigh what they ask for.
+func Weighted(shapes []Shape, threshold, gpuWeight float64, canonical func(string) string) *Distribution {
 	if canonical == nil {
 		canonical = func(s string) string { return s }
 	}
-	counts := map[Shape]int{}
+	// Memory is not part of the key (a key per memory size would split
+	// the rare large tasks below the threshold); a shape carries the mean
+	// memory of its tasks.
+	counts := map[Shape]float64{}
+	tasks := map[Shape]int64{}
+	memory := map[Shape]int64{}
+	total := 0.0
 	for _, s := range shapes {
-		counts[s]++
+		k := s
+		k.MemMiB = 0
+		w := 1.0
+		if s.Milli == 1000 {
+			w += float64(s.Num) * gpuWeight
+		}
+		counts[k] += w
+		total += w
+		tasks[k]++
+		memory[k] += s.MemMiB
 	}
 	keys := make([]Shape, 0, len(counts))
 	for k := range counts {
@@ -65,15 +91,16 @@ func Typicals(shapes []Shape, threshold float64, canonical func(string) string) 
 		}
 		return larger(a, b)
 	})
-	total := float64(len(shapes))
 	d := &Distribution{canonical: canonical}
 	cum := 0.0
 	for _, k := range keys {
 		if cum >= threshold*total {
 			break
 		}
-		cum += float64(counts[k])
-		d.Pods = append(d.Pods, Typical{Shape: k, P: float64(counts[k])})
+		cum += counts[k]
+		t := Typical{Shape: k, P: counts[k]}
+		t.MemMiB = memory[k] / tasks[k]
+		d.Pods = append(d.Pods, t)
 	}
 	for i := range d.Pods {
 		d.Pods[i].P /= cum
@@ -123,12 +150,13 @@ func (d *Distribution) accessible(model string) []bool {
 
 // Node returns the expected fragment of one node in GPU milli: for each
 // typical task, the free GPU it could not use, weighted by its probability.
-// left holds the milli left on each GPU; model is the GPUs' model.
+// left holds the milli left on each GPU; model is the GPUs' model; memLeft
+// only matters for shapes with memory.
 //
 // A task that needs no GPU, may not use the model, or finds too few GPUs
 // or too little CPU leaves all free GPU as fragment; a task that fits
 // leaves the GPUs too small for it.
-func (d *Distribution) Node(model string, cpuLeft int64, left []int) float64 {
+func (d *Distribution) Node(model string, cpuLeft, memLeft int64, left []int) float64 {
 	total := 0
 	for _, l := range left {
 		total += l
@@ -152,11 +180,106 @@ func (d *Distribution) Node(model string, cpuLeft int64, left []int) float64 {
 				small += l
 			}
 		}
-		if fit >= t.Num && cpuLeft >= t.CPUMilli {
+		if fit >= t.Num && cpuLeft >= t.CPUMilli && memLeft >= t.MemMiB {
 			f += t.P * float64(small)
 		} else {
 			f += t.P * float64(total)
 		}
 	}
 	return f
+}
+
+// WithoutMemory returns the shapes with memory cleared, the paper's view.
+func WithoutMemory(shapes []Shape) []Shape {
+	out := make([]Shape, len(shapes))
+	for i, s := range shapes {
+		s.MemMiB = 0
+		out[i] = s
+	}
+	return out
+}
+
+// Stranded is Partita's fragment measure. FGD asks whether one typical
+// task still fits; Stranded asks how much of the free GPU a stream of
+// typical tasks of one shape could actually use, counting how many copies
+// fit by GPU, by CPU and by memory. A node with 8 free GPUs and CPU for one
+// more task strands 7 GPUs for that shape; FGD's measure sees none.
+func (d *Distribution) Stranded(model string, cpuLeft, memLeft int64, left []int) float64 {
+	total := 0
+	for _, l := range left {
+		total += l
+	}
+	if total == 0 {
+		return 0
+	}
+	acc := d.accessible(model)
+	f := 0.0
+	for i := range d.Pods {
+		t := &d.Pods[i]
+		if t.Milli == 0 || !acc[i] {
+			f += t.P * float64(total)
+			continue
+		}
+		copies := 0
+		for _, l := range left {
+			copies += l / t.Milli
+		}
+		copies /= t.Num
+		if t.CPUMilli > 0 {
+			copies = min(copies, int(cpuLeft/t.CPUMilli))
+		}
+		if t.MemMiB > 0 {
+			copies = min(copies, int(memLeft/t.MemMiB))
+		}
+		f += t.P * float64(total-copies*t.Num*t.Milli)
+	}
+	return f
+}
+
+// ratios returns, for model, the CPU milli and memory MiB the typical mix
+// asks per GPU milli, counting every typical task that may run there
+// (CPU-only ones too: they take CPU from GPU nodes as well).
+func (d *Distribution) ratios(model string) (cpu, mem float64) {
+	if v, ok := d.ratio.Load(model); ok {
+		r := v.([2]float64)
+		return r[0], r[1]
+	}
+	acc := d.accessible(model)
+	var c, m, g float64
+	for i, t := range d.Pods {
+		if t.Milli > 0 && !acc[i] {
+			continue
+		}
+		c += t.P * float64(t.CPUMilli)
+		m += t.P * float64(t.MemMiB)
+		g += t.P * float64(t.Milli*t.Num)
+	}
+	if g > 0 {
+		cpu, mem = c/g, m/g
+	}
+	d.ratio.Store(model, [2]float64{cpu, mem})
+	return cpu, mem
+}
+
+// Unbalanced is the free GPU (milli) a node would strand if the typical
+// mix kept arriving: when its CPU or memory per free GPU is below what the
+// mix asks, that resource runs out first and the GPU beyond it is lost.
+// FGD's measure asks whether one task fits and cannot see this.
+func (d *Distribution) Unbalanced(model string, cpuLeft, memLeft int64, left []int) float64 {
+	total := 0
+	for _, l := range left {
+		total += l
+	}
+	if total == 0 {
+		return 0
+	}
+	cpu, mem := d.ratios(model)
+	usable := float64(total)
+	if cpu > 0 {
+		usable = min(usable, float64(cpuLeft)/cpu)
+	}
+	if mem > 0 {
+		usable = min(usable, float64(memLeft)/mem)
+	}
+	return float64(total) - max(usable, 0)
 }

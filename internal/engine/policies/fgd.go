@@ -24,15 +24,35 @@ func FGD(c Config) (engine.Policy, error) {
 	if c.Typical == nil {
 		return engine.Policy{}, errors.New("policy fgd: needs the typical workload (Config.Typical)")
 	}
-	return engine.Policy{Name: "fgd", Scorer: &fgd{typ: c.Typical}}, nil
+	return engine.Policy{Name: "fgd", Scorer: &fragScorer{name: "fgd", typ: c.Typical, rate: gradient}}, nil
 }
 
-type fgd struct{ typ *frag.Distribution }
+func gradient(before, after float64) int64 {
+	return int64(100 / (1 + math.Exp(-(before-after)/1000)))
+}
 
-func (*fgd) Name() string { return "fgd" }
+// fragScorer rates a node by how placing the task changes its expected
+// fragment; rate turns (before, after) into a score.
+type fragScorer struct {
+	name string
+	typ  *frag.Distribution
+	rate func(before, after float64) int64
+	// measure is the node fragment: typ.Node (FGD) when nil.
+	measure func(model string, cpuLeft, memLeft int64, left []int) float64
+}
 
-func (s *fgd) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
-	if r.Kind == workload.MIGProfile || r.Kind == workload.MemoryProfile {
+func (s *fragScorer) node(model string, cpuLeft, memLeft int64, left []int) float64 {
+	if s.measure != nil {
+		return s.measure(model, cpuLeft, memLeft, left)
+	}
+	return s.typ.Node(model, cpuLeft, memLeft, left)
+}
+
+func (s *fragScorer) Name() string { return s.name }
+
+func (s *fragScorer) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
+	milli, whole := shareOf(n, r)
+	if r.Kind == workload.MIGProfile || (r.Kind == workload.MemoryProfile && milli == 0) {
 		return 0, engine.Hint{}
 	}
 	var buf, scratch [16]int
@@ -41,26 +61,42 @@ func (s *fgd) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
 	if m := n.Model(); m != nil {
 		model = m.Name
 	}
-	before := s.typ.Node(model, n.CPUFree(), left)
+	before := s.node(model, n.CPUFree(), n.MemFree(), left)
 	after := append(scratch[:0], left...)
-	cpu := n.CPUFree() - r.CPUMilli
-	if !r.IsFractional() {
+	cpu, mem := n.CPUFree()-r.CPUMilli, n.MemFree()-r.MemMiB
+	if whole || milli == 0 {
 		takeFree(after, r.Count)
-		return gradient(before, s.typ.Node(model, cpu, after)), engine.Hint{}
+		return s.rate(before, s.node(model, cpu, mem, after)), engine.Hint{}
 	}
 	best, hint := int64(0), engine.Hint{}
 	for i, l := range left {
-		if l < r.Milli {
+		if l < milli || !r.AllowsModel(n.GPUs[i].Model) {
 			continue
 		}
-		after[i] = l - r.Milli
-		sc := gradient(before, s.typ.Node(model, cpu, after))
+		after[i] = l - milli
+		sc := s.rate(before, s.node(model, cpu, mem, after))
 		after[i] = l
 		if !hint.Set || sc > best {
 			best, hint = sc, engine.Hint{Set: true, GPU: i}
 		}
 	}
 	return best, hint
+}
+
+// shareOf returns the share r takes of one non-MIG GPU on n, or whole.
+func shareOf(n *cluster.Node, r *engine.Request) (milli int, whole bool) {
+	switch r.Kind {
+	case workload.WholeGPUs:
+		return 1000, true
+	case workload.Fraction:
+		return r.Milli, false
+	case workload.MemoryProfile:
+		if m := n.Model(); m != nil {
+			_, milli = r.Resolve(m)
+		}
+		return milli, false
+	}
+	return 0, false
 }
 
 // takeFree marks the first k fully free GPUs as used.
@@ -74,8 +110,4 @@ func takeFree(left []int, k int) {
 			k--
 		}
 	}
-}
-
-func gradient(before, after float64) int64 {
-	return int64(100 / (1 + math.Exp(-(before-after)/1000)))
 }

@@ -15,8 +15,14 @@ import (
 
 // Config is what policies may need to know beyond one node.
 type Config struct {
-	// Typical is the expected workload (FGD and partita). Required by them.
+	// Typical is the expected workload as the FGD paper sees it (no host
+	// memory). Required by fgd and partita.
 	Typical *frag.Distribution
+	// Shapes are the requests of the expected workload with host memory,
+	// for policies that build their own view of it (partita), and
+	// Canonical maps their model names to the cluster's.
+	Shapes    []frag.Shape
+	Canonical func(string) string
 	// NormCPU and NormGPU scale CPU (milli) and GPU (milli) in the
 	// dot-product and best-fit scores: the largest node's, as in the FGD
 	// protocol (128000 and 8000 on the Alibaba cluster).

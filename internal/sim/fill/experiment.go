@@ -27,6 +27,9 @@ func (e *Experiment) Run() (map[string][]*Result, error) {
 	if e.Input.Typical == nil {
 		e.Input.Typical = Typical(e.Input.Pods)
 	}
+	if e.Input.Shapes == nil {
+		e.Input.Shapes = Shapes(e.Input.Pods)
+	}
 	type job struct {
 		policy string
 		seed   int64

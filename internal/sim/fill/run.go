@@ -23,6 +23,7 @@ type Input struct {
 	Nodes   []trace.Node
 	Pods    []trace.Pod
 	Typical *frag.Distribution // from Typical(Pods); computed if nil
+	Shapes  []frag.Shape       // from Shapes(Pods); computed if nil
 }
 
 // Options choose the run.
@@ -43,6 +44,10 @@ type Result struct {
 	Pods      int // arrived pods, tuned copies included
 	Failed    int
 	Moves     int // shares moved by defragmentation
+	// FailedAt100 is the GPU demand (milli) of the pods that failed before
+	// the arrived workload reached 100 %, by kind ("share", "1-gpu", …): the
+	// unallocated GPUs at 100 % are exactly these.
+	FailedAt100 map[string]int64
 	// Alloc[N] is the mean GPU allocation rate (%) over the events at N %
 	// arrived workload; Frag[N] the mean fragmentation (% of all GPUs);
 	// FragRatio[N] the mean fragment as % of idle GPU.
@@ -75,13 +80,18 @@ func Run(in Input, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := policies.New(opt.Policy, policies.ConfigFor(st, typical))
+	cfg := policies.ConfigFor(st, typical)
+	cfg.Shapes, cfg.Canonical = in.Shapes, canonical
+	if cfg.Shapes == nil {
+		cfg.Shapes = Shapes(in.Pods)
+	}
+	pol, err := policies.New(opt.Policy, cfg)
 	if err != nil {
 		return nil, err
 	}
 	w := &world{
 		st: st, placer: engine.NewPlacer(pol, rng), typical: typical, total: clusterMilli,
-		res:    &Result{Policy: opt.Policy, Seed: opt.Seed, TotalGPUs: int(clusterMilli / 1000), Pods: len(pods)},
+		res:    &Result{Policy: opt.Policy, Seed: opt.Seed, TotalGPUs: int(clusterMilli / 1000), Pods: len(pods), FailedAt100: map[string]int64{}},
 		defrag: opt.Defrag,
 	}
 	w.initFrag()
@@ -155,6 +165,9 @@ func (w *world) arrive(p Pod) error {
 			}
 		}
 		w.res.Failed++ // dropped, never retried (§3.6)
+		if w.arrived <= w.total {
+			w.res.FailedAt100[kindOf(p)] += p.GPUMilli
+		}
 		return nil
 	}
 	return w.allocate(a, p)
@@ -188,7 +201,7 @@ func (w *world) refreshFrag(i int) {
 	if m := n.Model(); m != nil {
 		model = m.Name
 	}
-	f := w.typical.Node(model, n.CPUFree(), left)
+	f := w.typical.Node(model, n.CPUFree(), n.MemFree(), left)
 	w.fragSum += f - w.nodeFrag[i]
 	w.nodeFrag[i] = f
 }
@@ -242,3 +255,14 @@ func (w *world) finish() {
 }
 
 func round2(x float64) float64 { return math.RoundToEven(x*100) / 100 }
+
+// kindOf names a pod's kind for failure reports.
+func kindOf(p Pod) string {
+	switch {
+	case p.GPUMilli == 0:
+		return "cpu"
+	case p.shape.Num == 1 && p.shape.Milli < 1000:
+		return "share"
+	}
+	return fmt.Sprintf("%d-gpu", p.shape.Num)
+}

@@ -22,7 +22,7 @@ import (
 type Pod struct {
 	Task     workload.Task
 	GPUMilli int64 // num_gpu × gpu_milli: what it adds to the arrived total
-	shape    frag.Shape
+	shape    frag.Shape // with host memory
 }
 
 // podOf converts a trace row (§2): a pod asks for num_gpu GPUs at
@@ -30,7 +30,7 @@ type Pod struct {
 func podOf(p trace.Pod, name string) Pod {
 	milli := min(p.GPUMilli, 1000)
 	t := workload.Task{Name: name, CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB}
-	shape := frag.Shape{CPUMilli: p.CPUMilli}
+	shape := frag.Shape{CPUMilli: p.CPUMilli, MemMiB: p.MemoryMiB}
 	switch {
 	case p.NumGPU == 0:
 		t.GPU = workload.Demand{Kind: workload.NoGPU}
@@ -42,7 +42,7 @@ func podOf(p trace.Pod, name string) Pod {
 	if p.NumGPU > 0 {
 		// The spec is ignored for CPU-only pods (§2), so it is not part of
 		// their shape either.
-		shape = frag.Shape{CPUMilli: p.CPUMilli, Milli: int(milli), Num: p.NumGPU, Spec: p.GPUSpecRaw}
+		shape = frag.Shape{CPUMilli: p.CPUMilli, MemMiB: p.MemoryMiB, Milli: int(milli), Num: p.NumGPU, Spec: p.GPUSpecRaw}
 	}
 	return Pod{Task: t, GPUMilli: int64(p.NumGPU) * milli, shape: shape}
 }
@@ -51,11 +51,17 @@ func podOf(p trace.Pod, name string) Pod {
 // pods"): computed once from the original trace, before any tuning or
 // shuffling.
 func Typical(pods []trace.Pod) *frag.Distribution {
+	return frag.Typicals(frag.WithoutMemory(Shapes(pods)), frag.DefaultThreshold, canonical)
+}
+
+// Shapes are the original trace's requests, host memory included: the
+// request distribution a policy may know in advance.
+func Shapes(pods []trace.Pod) []frag.Shape {
 	shapes := make([]frag.Shape, len(pods))
 	for i, p := range pods {
 		shapes[i] = podOf(p, p.Name).shape
 	}
-	return frag.Typicals(shapes, frag.DefaultThreshold, canonical)
+	return shapes
 }
 
 func canonical(name string) string { return gpu.Lookup(name).Name }

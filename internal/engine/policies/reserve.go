@@ -1,0 +1,105 @@
+package policies
+
+import (
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
+	"partita.dev/partita/internal/engine/frag"
+	"partita.dev/partita/internal/workload"
+)
+
+// reserve keeps enough nodes able to host multi-GPU tasks. Node-local
+// scores (FGD's and ours) cannot see that the last few empty 8-GPU nodes
+// are about to go; the cluster can. From the request distribution we know
+// what share f_k of GPU demand comes as k-GPU tasks, so of the R free GPUs
+// about R·f_k/k will be asked for by k-GPU tasks. While the nodes that can
+// still host one (k fully free GPUs, and the CPU and memory such tasks
+// typically ask) are no more than that, a placement that would take one of
+// them below k goes behind every placement that would not.
+type reserve struct {
+	ks       []int           // k ≥ 2 with demand, ascending
+	frac     map[int]float64 // GPU-demand share of k-GPU tasks
+	cpu, mem map[int]int64   // typical CPU and memory of a k-GPU task
+	factor   float64         // safety margin on the expected demand
+	scarce   map[int]bool    // per placement: k-GPU hosts are scarce
+}
+
+// reservePenalty moves a placement behind every unpenalised one while
+// keeping the order among penalised ones.
+const reservePenalty = int64(1) << 50
+
+func newReserve(shapes []frag.Shape, factor float64) *reserve {
+	r := &reserve{frac: map[int]float64{}, cpu: map[int]int64{}, mem: map[int]int64{}, factor: factor, scarce: map[int]bool{}}
+	var total float64
+	count := map[int]int64{}
+	for _, s := range shapes {
+		total += float64(s.Milli * s.Num)
+		if s.Milli == 1000 && s.Num >= 2 {
+			r.frac[s.Num] += float64(1000 * s.Num)
+			r.cpu[s.Num] += s.CPUMilli
+			r.mem[s.Num] += s.MemMiB
+			count[s.Num]++
+		}
+	}
+	for k := 2; k <= 64; k++ {
+		if count[k] == 0 {
+			continue
+		}
+		r.ks = append(r.ks, k)
+		r.frac[k] /= total
+		r.cpu[k] /= count[k]
+		r.mem[k] /= count[k]
+	}
+	return r
+}
+
+func (r *reserve) hosts(n *cluster.Node, k int, free int, cpu, mem int64) bool {
+	return free >= k && cpu >= r.cpu[k] && mem >= r.mem[k]
+}
+
+func (r *reserve) Prepare(st *cluster.State, _ *engine.Request) {
+	var freeMilli int
+	hosts := map[int]int{}
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		freeMilli += n.GPUFreeMilli()
+		f := n.FullyFreeGPUs()
+		for _, k := range r.ks {
+			if r.hosts(n, k, f, n.CPUFree(), n.MemFree()) {
+				hosts[k]++
+			}
+		}
+	}
+	for _, k := range r.ks {
+		expected := float64(freeMilli) / 1000 * r.frac[k] / float64(k) * r.factor
+		r.scarce[k] = float64(hosts[k]) <= expected
+	}
+}
+
+func (r *reserve) Adjust(n *cluster.Node, req *engine.Request, score int64, h engine.Hint) int64 {
+	f := n.FullyFreeGPUs()
+	after := f - takesFree(n, req, h)
+	cpu, mem := n.CPUFree()-req.CPUMilli, n.MemFree()-req.MemMiB
+	for _, k := range r.ks {
+		if r.scarce[k] && r.hosts(n, k, f, n.CPUFree(), n.MemFree()) && !r.hosts(n, k, after, cpu, mem) {
+			return score - reservePenalty
+		}
+	}
+	return score
+}
+
+// takesFree returns how many fully free GPUs of n the request would take.
+func takesFree(n *cluster.Node, r *engine.Request, h engine.Hint) int {
+	switch r.Kind {
+	case workload.WholeGPUs:
+		return r.Count
+	case workload.NoGPU:
+		return 0
+	}
+	if h.Set && h.GPU < len(n.GPUs) {
+		if n.GPUs[h.GPU].Used() == 0 && !n.GPUs[h.GPU].MIG {
+			return 1
+		}
+		return 0
+	}
+	return 0
+}
