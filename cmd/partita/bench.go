@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -44,6 +45,7 @@ func runBenchFill(args []string, stdout, stderr io.Writer) int {
 	defrag := fs.Bool("defrag", false, "beyond the protocol: let partita move placed shares to make room")
 	workers := fs.Int("workers", 0, "parallel runs (0 = one per CPU)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	expected := fs.String("expected", "", "published curves (analysis_allo_discrete.csv); default: ../fgd-expected beside the pod list, when present")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -85,7 +87,12 @@ func runBenchFill(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *outDir != "" {
-		if err := fill.WriteReport(*outDir, *podsPath, exp, results); err != nil {
+		published, err := readPublished(*expected, *podsPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench fill: %v\n", err)
+			return 1
+		}
+		if err := fill.WriteReport(*outDir, *podsPath, exp, results, published); err != nil {
 			fmt.Fprintf(stderr, "bench fill: %v\n", err)
 			return 1
 		}
@@ -95,6 +102,19 @@ func runBenchFill(args []string, stdout, stderr io.Writer) int {
 	}
 	printFillTable(stdout, *podsPath, exp.Policies, results)
 	return 0
+}
+
+// readPublished reads the published curves named by flag, or found beside
+// the pod list (shared/data/fgd-expected); nil when there are none.
+func readPublished(flagPath, podsPath string) (fill.Published, error) {
+	path := flagPath
+	if path == "" {
+		path = filepath.Join(filepath.Dir(filepath.Dir(podsPath)), "fgd-expected", "analysis_allo_discrete.csv")
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil
+		}
+	}
+	return fill.ReadPublished(path)
 }
 
 type fillPolicyJSON struct {

@@ -143,4 +143,3 @@ func heldAndNeeded(n *cluster.Node, a cluster.Assignment, t workload.Task) (held
 	}
 	return held, needed
 }
-

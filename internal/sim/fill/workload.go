@@ -21,7 +21,7 @@ import (
 // Pod is one arriving pod of the experiment.
 type Pod struct {
 	Task     workload.Task
-	GPUMilli int64 // num_gpu × gpu_milli: what it adds to the arrived total
+	GPUMilli int64      // num_gpu × gpu_milli: what it adds to the arrived total
 	shape    frag.Shape // with host memory
 }
 
