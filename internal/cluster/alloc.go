@@ -33,10 +33,24 @@ func (s *State) Allocate(a Assignment) error {
 		d.slices = append(d.slices, Slice{Placement: *g.Slice, Task: a.Task})
 		d.recount()
 	}
-	a.Grants = append([]Grant(nil), a.Grants...)
-	n.tasks = append(n.tasks, a)
+	n.tasks = append(n.tasks, a.copy())
 	n.touch()
 	return nil
+}
+
+// copy returns a deep copy: the State must not share the caller's grants
+// or placements, which the caller may reuse.
+func (a Assignment) copy() Assignment {
+	grants := make([]Grant, len(a.Grants))
+	for i, g := range a.Grants {
+		if g.Slice != nil {
+			p := *g.Slice
+			g.Slice = &p
+		}
+		grants[i] = g
+	}
+	a.Grants = grants
+	return a
 }
 
 // check says why an assignment does not fit a node, or nil.

@@ -209,7 +209,6 @@ func TestAllocateKeepsItsOwnCopyOfTheGrants(t *testing.T) {
 }
 
 func TestAllocateKeepsItsOwnCopyOfTheInstance(t *testing.T) {
-	t.Skip("BUG: Allocate copies Grants but not the *gpu.Placement of a Slice grant (alloc.go:36); a caller reusing its Placement corrupts the State")
 	s := newState(t, node("h").gpus(1, "H100-80GB").mig())
 	p := mustPlacement("3g.40gb@0")
 	if err := s.Allocate(Assignment{Task: "t", Node: "h", Grants: []Grant{{GPU: 0, Slice: &p}}}); err != nil {

@@ -150,9 +150,10 @@ type Node struct {
 	Labels    map[string]string
 	Tier      Tier
 	Topology  Topology
-	// Rank breaks ties between equally good nodes: lower wins. Worlds set
-	// it (the simulator from a seeded permutation, as the FGD protocol
-	// does); by default it is the node's position.
+	// Rank breaks ties between equally good nodes: lower wins, and among
+	// equal ranks the earlier node. Worlds may set it (the simulator does,
+	// from a seeded permutation, as the FGD protocol does); left at 0 it
+	// makes ties go by position.
 	Rank int
 	GPUs []GPU
 

@@ -161,6 +161,9 @@ func fits(n *cluster.Node, r *Request) (bool, Code) {
 			continue
 		}
 		why = CodeGPU
+		if u.profile != nil {
+			why = CodeMIG
+		}
 		if hosts(g, u) {
 			found++
 			if found >= want {
@@ -168,7 +171,7 @@ func fits(n *cluster.Node, r *Request) (bool, Code) {
 			}
 		}
 	}
-	if found > 0 || why == "" {
+	if found > 0 && why != CodeMIG || why == "" {
 		why = CodeGPU
 	}
 	return false, why

@@ -28,6 +28,9 @@ func (DefaultPicker) Pick(n *cluster.Node, r *Request, h Hint, _ *rand.Rand) ([]
 	if h.Set {
 		return hinted(n, r, h)
 	}
+	if grants, ok := existingSlice(n, r); ok {
+		return grants, true
+	}
 	best, bestFree := -1, 0
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
@@ -81,6 +84,25 @@ func hinted(n *cluster.Node, r *Request, h Hint) ([]cluster.Grant, bool) {
 	}
 	s := h.Slice
 	return []cluster.Grant{{GPU: h.GPU, Slice: &s}}, true
+}
+
+// existingSlice grants the first free MIG instance of the profile r takes,
+// on any GPU of n: using one that exists needs no reconfiguration.
+func existingSlice(n *cluster.Node, r *Request) ([]cluster.Grant, bool) {
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		p := r.ProfileOn(g)
+		if p == nil {
+			continue
+		}
+		for _, s := range g.Slices() {
+			if s.Task == "" && s.Profile == p.Name {
+				pl := s.Placement
+				return []cluster.Grant{{GPU: i, Slice: &pl}}, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // sliceGrant grants the first place for u's profile on g.

@@ -45,6 +45,7 @@ type requestKey struct {
 	peak     int64
 	compute  float64
 	models   string
+	headroom float64
 }
 
 // NewRequest prepares a task for placement. headroom is the extra GPU
@@ -67,7 +68,7 @@ func NewRequest(t workload.Task, headroom float64) (*Request, error) {
 			r.Models = append(r.Models, name)
 		}
 	}
-	r.key = requestKey{r.CPUMilli, r.MemMiB, r.Kind, r.Count, r.Milli, r.Profile, r.PeakMiB, r.Compute, strings.Join(r.Models, "|")}
+	r.key = requestKey{r.CPUMilli, r.MemMiB, r.Kind, r.Count, r.Milli, r.Profile, r.PeakMiB, r.Compute, strings.Join(r.Models, "|"), headroom}
 	return r, nil
 }
 

@@ -115,7 +115,7 @@ func (d Demand) validateShape() error {
 		if d.PeakMemoryMiB <= 0 {
 			return fmt.Errorf("gpu memory: peak %d MiB must be positive", d.PeakMemoryMiB)
 		}
-		if d.Compute < 0 || d.Compute > 1 {
+		if !(d.Compute >= 0 && d.Compute <= 1) { // also refuses NaN
 			return fmt.Errorf("gpu compute: share %g must be between 0 and 1", d.Compute)
 		}
 	default:

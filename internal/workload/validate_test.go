@@ -96,7 +96,6 @@ func TestJobValidateRefusesBadShapes(t *testing.T) {
 }
 
 func TestJobValidateRefusesANaNComputeShare(t *testing.T) {
-	t.Skip("BUG: validateShape (validate.go:118) tests Compute < 0 || Compute > 1, which NaN passes; Job.GPUMilli then returns int64(NaN*1000+0.5)")
 	j := job("j1").tasks(task("w").gpu(memoryProfile(1024, math.NaN()))).build()
 	wantErr(t, j.Validate(nil), "task w", "gpu compute", "NaN")
 }
