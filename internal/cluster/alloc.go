@@ -87,6 +87,9 @@ func check(n *Node, a Assignment) error {
 }
 
 func checkGrant(d *GPU, g Grant) error {
+	if d.cordoned {
+		return fmt.Errorf("cordoned: takes no new work")
+	}
 	if g.Slice == nil {
 		if d.MIG {
 			return fmt.Errorf("MIG is on: ask for an instance, not %d milli", g.Milli)
@@ -250,5 +253,21 @@ func (s *State) SetMIG(node string, index int, on bool) error {
 	d.slices = nil
 	d.recount()
 	s.nodes[i].touch()
+	return nil
+}
+
+// Cordon stops (or, with on false, resumes) new work on a GPU. Running
+// work is untouched.
+func (s *State) Cordon(node string, index int, on bool) error {
+	i, err := s.find(node)
+	if err != nil {
+		return err
+	}
+	if index < 0 || index >= len(s.nodes[i].GPUs) {
+		return fmt.Errorf("node %s: no GPU %d", node, index)
+	}
+	n := s.mutable(i)
+	n.GPUs[index].cordoned = on
+	n.touch()
 	return nil
 }

@@ -70,6 +70,10 @@ type GPU struct {
 	// Link talk over NVLink. NoLink for PCIe-only GPUs.
 	Link int
 
+	// Cordoned GPUs take no new work: a MIG change is in flight, or the
+	// GPU is being drained. What runs on them keeps running.
+	cordoned bool
+
 	used    int    // milli held, without MIG
 	holders []Hold // who holds those milli
 	slices  []Slice
@@ -89,14 +93,17 @@ type Slice struct {
 	Task string
 }
 
-// Free returns the milli left on a non-MIG GPU; a MIG GPU has none to give
-// as a share or a whole GPU.
+// Free returns the milli left on a non-MIG GPU; a MIG GPU or a cordoned
+// GPU has none to give as a share or a whole GPU.
 func (g *GPU) Free() int {
-	if g.MIG {
+	if g.MIG || g.cordoned {
 		return 0
 	}
 	return 1000 - g.used
 }
+
+// Cordoned reports whether the GPU takes no new work.
+func (g *GPU) Cordoned() bool { return g.cordoned }
 
 // Used returns the milli held on a non-MIG GPU.
 func (g *GPU) Used() int { return g.used }
@@ -131,8 +138,18 @@ func (g *GPU) Idle() bool {
 
 // FreeMemorySlices and FreeComputeSlices tell how much room a MIG GPU has
 // for new instances.
-func (g *GPU) FreeMemorySlices() uint8 { return ^g.memMask }
-func (g *GPU) FreeComputeSlices() int  { return 7 - g.compute }
+func (g *GPU) FreeMemorySlices() uint8 {
+	if g.cordoned {
+		return 0
+	}
+	return ^g.memMask
+}
+func (g *GPU) FreeComputeSlices() int {
+	if g.cordoned {
+		return 0
+	}
+	return 7 - g.compute
+}
 
 func (g *GPU) clone() GPU {
 	c := *g
@@ -199,11 +216,11 @@ func (n *Node) GPUFreeMilli() int {
 	return total
 }
 
-// FullyFreeGPUs counts non-MIG GPUs with nothing on them.
+// FullyFreeGPUs counts non-MIG, uncordoned GPUs with nothing on them.
 func (n *Node) FullyFreeGPUs() int {
 	c := 0
 	for i := range n.GPUs {
-		if !n.GPUs[i].MIG && n.GPUs[i].used == 0 {
+		if !n.GPUs[i].MIG && !n.GPUs[i].cordoned && n.GPUs[i].used == 0 {
 			c++
 		}
 	}
@@ -237,6 +254,9 @@ func (n *Node) Describe() string {
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		fmt.Fprintf(&b, "  gpu%d %s", g.Index, g.Model.Name)
+		if g.cordoned {
+			b.WriteString(" cordoned")
+		}
 		if g.MIG {
 			b.WriteString(" mig")
 			for _, s := range g.slices {

@@ -106,6 +106,9 @@ func hosts(g *cluster.GPU, u unit) bool {
 func SlicesFor(g *cluster.GPU, p *gpu.Profile) []gpu.Placement { return slicesFor(g, p) }
 
 func slicesFor(g *cluster.GPU, p *gpu.Profile) []gpu.Placement {
+	if g.Cordoned() {
+		return nil
+	}
 	var out []gpu.Placement
 	for _, s := range g.Slices() {
 		if s.Task == "" && s.Profile == p.Name {

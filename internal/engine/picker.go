@@ -92,7 +92,7 @@ func existingSlice(n *cluster.Node, r *Request) ([]cluster.Grant, bool) {
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		p := r.ProfileOn(g)
-		if p == nil {
+		if p == nil || g.Cordoned() {
 			continue
 		}
 		for _, s := range g.Slices() {

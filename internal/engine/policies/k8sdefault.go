@@ -69,7 +69,7 @@ func (existingSlices) Pick(n *cluster.Node, r *engine.Request, h engine.Hint, rn
 func firstFreeSlice(n *cluster.Node, r *engine.Request) (cluster.Grant, bool) {
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
-		if !g.MIG || !r.AllowsModel(g.Model) {
+		if !g.MIG || g.Cordoned() || !r.AllowsModel(g.Model) {
 			continue
 		}
 		for _, s := range g.Slices() {
