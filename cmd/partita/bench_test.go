@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"partita.dev/partita/internal/sim/fill"
+	"partita.dev/partita/internal/trace"
+)
+
+// The small fixtures of the fill experiment's own tests: five nodes
+// (26 GPUs) and 36 pods.
+const (
+	benchNodes = "../../internal/sim/fill/testdata/nodes_small.csv"
+	benchPods  = "../../internal/sim/fill/testdata/pods_small.csv"
+)
+
+func runBenchFillArgs(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = dispatch(append([]string{"bench", "fill"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+type benchFillJSON struct {
+	Pods     string `json:"pods"`
+	Policies map[string]struct {
+		Median float64            `json:"median_unallocated_at_100"`
+		Seeds  map[string]float64 `json:"seeds"`
+	} `json:"policies"`
+}
+
+func TestBenchFillJSON(t *testing.T) {
+	code, stdout, stderr := runBenchFillArgs("--nodes", benchNodes, "--pods", benchPods,
+		"--policies", "best-fit,fgd", "--seeds", "42-44", "--workers", "2", "--quiet", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got benchFillJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("output does not decode: %v\n%s", err, stdout)
+	}
+	if got.Pods != "pods_small.csv" {
+		t.Errorf("pods %q; want pods_small.csv", got.Pods)
+	}
+	if len(got.Policies) != 2 {
+		t.Fatalf("policies %v; want best-fit and fgd", got.Policies)
+	}
+	nodes, err := trace.ReadNodesFile(benchNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := trace.ReadPodsFile(benchPods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, policy := range []string{"best-fit", "fgd"} {
+		p, ok := got.Policies[policy]
+		if !ok {
+			t.Fatalf("no %s in %v", policy, got.Policies)
+		}
+		var keys []string
+		var vals []float64
+		for _, seed := range []int64{42, 43, 44} {
+			r, err := fill.Run(fill.Input{Nodes: nodes, Pods: pods}, fill.Options{Policy: policy, Seed: seed, Tune: 1.3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := strconv.FormatInt(seed, 10)
+			keys = append(keys, key)
+			if v, ok := p.Seeds[key]; !ok || v != r.Unallocated() {
+				t.Errorf("%s seed %s: %v (present %v); want %v from fill.Run", policy, key, v, ok, r.Unallocated())
+			}
+			vals = append(vals, r.Unallocated())
+		}
+		if len(p.Seeds) != 3 {
+			t.Errorf("%s: seeds %v; want exactly %v", policy, p.Seeds, keys)
+		}
+		if want := fill.Median(vals); p.Median != want {
+			t.Errorf("%s: median %v; want %v", policy, p.Median, want)
+		}
+	}
+}
+
+func TestBenchFillTableNamesEveryPolicy(t *testing.T) {
+	code, stdout, stderr := runBenchFillArgs("--nodes", benchNodes, "--pods", benchPods,
+		"--policies", "gpu-packing,random", "--seeds", "42,43", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"pods_small.csv", "gpu-packing", "random"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table does not mention %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestBenchFillBadUsage(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"a reversed seed range", []string{"--nodes", benchNodes, "--pods", benchPods, "--seeds", "51-42"}, `"51-42"`},
+		{"a seed that is not a number", []string{"--nodes", benchNodes, "--pods", benchPods, "--seeds", "x"}, `"x"`},
+		{"no --nodes", []string{"--pods", benchPods}, "--nodes"},
+		{"no --pods", []string{"--nodes", benchNodes}, "--pods"},
+		{"an unknown flag", []string{"--nodes", benchNodes, "--pods", benchPods, "--nope"}, "-nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runBenchFillArgs(tt.args...)
+			if code != 2 || !strings.Contains(stderr, tt.wantStderr) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, stderr, tt.wantStderr)
+			}
+			if stdout != "" {
+				t.Errorf("a usage error wrote to stdout: %q", stdout)
+			}
+		})
+	}
+}
+
+func TestBenchFillNamesTheBadLineOfAMalformedCSV(t *testing.T) {
+	dir := t.TempDir()
+	badPods := filepath.Join(dir, "pods_bad.csv")
+	body := "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,1024,1,500\np2,1000,1024,2,500\n"
+	if err := os.WriteFile(badPods, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badNodes := filepath.Join(dir, "nodes_bad.csv")
+	if err := os.WriteFile(badNodes, []byte("sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,2,P100\nn2,64000,lots,2,P100\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"pods", []string{"--nodes", benchNodes, "--pods", badPods}, badPods + ":3"},
+		{"nodes", []string{"--nodes", badNodes, "--pods", benchPods}, badNodes + ":3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runBenchFillArgs(append(tt.args, "--quiet", "--seeds", "42")...)
+			if code != 1 || !strings.Contains(stderr, tt.wantStderr) {
+				t.Fatalf("exit %d, stderr %q; want exit 1 and %q", code, stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestBenchFillReportsAnUnknownPolicy(t *testing.T) {
+	code, _, stderr := runBenchFillArgs("--nodes", benchNodes, "--pods", benchPods, "--policies", "fgd,bogus", "--seeds", "42", "--quiet")
+	if code != 1 || !strings.Contains(stderr, "bogus") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming bogus", code, stderr)
+	}
+}
+
+func TestBenchNeedsASubcommand(t *testing.T) {
+	for _, args := range [][]string{{"bench"}, {"bench", "nope"}} {
+		var out, errOut bytes.Buffer
+		if code := dispatch(args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "usage: partita bench") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and the usage", args, code, errOut.String())
+		}
+	}
+}
