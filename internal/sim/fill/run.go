@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strconv"
 	"time"
 
 	"partita.dev/partita/internal/cluster"
@@ -254,7 +255,13 @@ func (w *world) finish() {
 	}
 }
 
-func round2(x float64) float64 { return math.RoundToEven(x*100) / 100 }
+// round2 is Python's round(x, 2), which the published analysis uses: it
+// rounds the exact binary value (0.025 is stored a hair above and goes
+// up), and exact ties to even. strconv does the same.
+func round2(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 2, 64), 64)
+	return v
+}
 
 // kindOf names a pod's kind for failure reports.
 func kindOf(p Pod) string {

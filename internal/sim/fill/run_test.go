@@ -263,11 +263,10 @@ func TestRunMeasuresFragmentation(t *testing.T) {
 	}
 }
 
+// §4's alloc_ratio is Python's round(x, 2), which rounds the exact binary
+// value: 1 milli of 4000 is 0.025 % (0.02500000000000000139), which Python
+// rounds to 0.03.
 func TestRunRoundsAllocRatioAsPython(t *testing.T) {
-	t.Skip("BUG: round2 is math.RoundToEven(x*100)/100, but §4's alloc_ratio is Python round(x, 2), " +
-		"which rounds the exact binary value: 1 milli of 4000 is 0.025 % (0.02500000000000000139), " +
-		"Python gives 0.03, round2 gives 0.02 because 0.025*100 rounds to exactly 2.5. " +
-		"On the 6212-GPU cluster 571 of the 6,212,001 possible used values differ by 0.01.")
 	// One node of four GPUs (4000 milli) and one share of 1 milli: a single
 	// event at column 0 whose allocation rate is 0.025 %.
 	in := Input{Nodes: nodes(node("n1").gpus(4, "T4")), Pods: pods(pod("tiny").share(1))}
