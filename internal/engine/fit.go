@@ -71,6 +71,9 @@ func need(r *Request, g *cluster.GPU) (unit, Code) {
 			}
 			return unit{profile: p}, ""
 		}
+		if r.MIGOnly && g.Model.MIG {
+			return unit{}, CodeMIGOff
+		}
 		if milli == 0 {
 			return unit{}, CodeTooSmall
 		}

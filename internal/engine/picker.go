@@ -58,7 +58,7 @@ func LowestFreeGPUs(n *cluster.Node, r *Request) ([]cluster.Grant, bool) {
 	grants := make([]cluster.Grant, 0, r.Count)
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
-		if _, code := need(r, g); code != "" || g.MIG || g.Used() != 0 {
+		if _, code := need(r, g); code != "" || g.MIG || g.Cordoned() || g.Used() != 0 {
 			continue
 		}
 		grants = append(grants, cluster.Grant{GPU: i, Milli: 1000})

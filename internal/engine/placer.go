@@ -21,6 +21,7 @@ type Placer struct {
 	policy   Policy
 	rng      *rand.Rand
 	headroom float64
+	migOnly  bool
 
 	classes map[requestKey]int
 	cache   [][]verdict // [class][node position]
@@ -54,6 +55,10 @@ func (p *Placer) Policy() Policy { return p.policy }
 // SetHeadroom changes the GPU memory kept above a memory profile's peak.
 func (p *Placer) SetHeadroom(h float64) { p.headroom = h }
 
+// SetMIGOnly makes memory profiles take MIG instances on MIG-capable
+// models (see Request.MIGOnly).
+func (p *Placer) SetMIGOnly(on bool) { p.migOnly = on }
+
 // Failure says why a task fits nowhere: how many nodes were ruled out for
 // each reason.
 type Failure struct {
@@ -84,6 +89,7 @@ func (p *Placer) Request(t workload.Task) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.MIGOnly, r.key.migOnly = p.migOnly, p.migOnly
 	if p.policy.Rewriter != nil {
 		r = p.policy.Rewriter.Rewrite(r)
 	}
@@ -102,7 +108,24 @@ func (p *Placer) Place(st *cluster.State, t workload.Task) (cluster.Assignment, 
 
 // PlaceRequest is Place for a prepared request.
 func (p *Placer) PlaceRequest(st *cluster.State, r *Request) (cluster.Assignment, error) {
+	return p.PlaceIn(st, r, nil)
+}
+
+// PlaceIn is PlaceRequest restricted to the nodes allowed says yes to
+// (all when nil).
+func (p *Placer) PlaceIn(st *cluster.State, r *Request, allowed func(*cluster.Node) bool) (cluster.Assignment, error) {
 	verdicts := p.evaluate(st, r)
+	if allowed != nil {
+		// A local copy: the cache row must keep the true verdicts.
+		vs := make([]verdict, len(verdicts))
+		copy(vs, verdicts)
+		for i := range vs {
+			if vs[i].ok && !allowed(st.Node(i)) {
+				vs[i].ok, vs[i].reason = false, Reason{Filter: "allowed", Code: CodePolicy}
+			}
+		}
+		verdicts = vs
+	}
 	best := -1
 	if p.policy.Selector != nil {
 		var feasible []int
@@ -207,4 +230,23 @@ func (p *Placer) slot(r *Request, nodes int) []verdict {
 		p.cache[c] = make([]verdict, nodes)
 	}
 	return p.cache[c]
+}
+
+// PlaceAll places every request, each after the ones before it, on a
+// clone of st: all of them or none. It returns the assignments and the
+// clone with them applied, which the caller may adopt.
+func (p *Placer) PlaceAll(st *cluster.State, reqs []*Request, allowed func(*cluster.Node) bool) ([]cluster.Assignment, *cluster.State, error) {
+	trial := st.Clone()
+	out := make([]cluster.Assignment, 0, len(reqs))
+	for _, r := range reqs {
+		a, err := p.PlaceIn(trial, r, allowed)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := trial.Allocate(a); err != nil {
+			return nil, nil, fmt.Errorf("task %s: %w", r.Task.Name, err)
+		}
+		out = append(out, a)
+	}
+	return out, trial, nil
 }

@@ -28,6 +28,9 @@ type Request struct {
 	PeakMiB  int64
 	Compute  float64
 	Models   []string // canonical model names; empty = any
+	// MIGOnly: on a MIG-capable model a memory profile takes a MIG
+	// instance, never a time-sliced share of a GPU with MIG off.
+	MIGOnly bool
 
 	headroom float64
 	key      requestKey
@@ -46,6 +49,7 @@ type requestKey struct {
 	compute  float64
 	models   string
 	headroom float64
+	migOnly  bool
 }
 
 // NewRequest prepares a task for placement. headroom is the extra GPU
@@ -68,7 +72,7 @@ func NewRequest(t workload.Task, headroom float64) (*Request, error) {
 			r.Models = append(r.Models, name)
 		}
 	}
-	r.key = requestKey{r.CPUMilli, r.MemMiB, r.Kind, r.Count, r.Milli, r.Profile, r.PeakMiB, r.Compute, strings.Join(r.Models, "|"), headroom}
+	r.key = requestKey{r.CPUMilli, r.MemMiB, r.Kind, r.Count, r.Milli, r.Profile, r.PeakMiB, r.Compute, strings.Join(r.Models, "|"), headroom, false}
 	return r, nil
 }
 

@@ -51,11 +51,14 @@ func (clustering) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint)
 	return b + 25*int64(8000-n.GPUFreeMilli())/8000, engine.Hint{}
 }
 
-// Tags: 0 no GPU, -1 a share of one GPU, k for k whole GPUs (or k MIG
-// instances).
+// Tags: 0 no GPU, -1 a share of one GPU, -2 a MIG instance (or a memory
+// profile, which takes one where MIG is on), k for k whole GPUs.
 func requestTag(r *engine.Request) int {
-	if r.Kind == workload.WholeGPUs {
+	switch r.Kind {
+	case workload.WholeGPUs:
 		return r.Count
+	case workload.MIGProfile, workload.MemoryProfile:
+		return -2
 	}
 	return -1
 }
@@ -64,7 +67,9 @@ func assignmentTag(a cluster.Assignment) int {
 	switch {
 	case len(a.Grants) == 0:
 		return 0
-	case len(a.Grants) == 1 && a.Grants[0].Slice == nil && a.Grants[0].Milli < 1000:
+	case a.Grants[0].Slice != nil:
+		return -2
+	case len(a.Grants) == 1 && a.Grants[0].Milli < 1000:
 		return -1
 	}
 	return len(a.Grants)

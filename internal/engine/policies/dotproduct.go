@@ -14,7 +14,7 @@ import (
 //	score = ⌊100 × (1 − ½[(cpuL/C)(cpu/C) + (gL/G)(gpu/G)])⌋
 //
 // with cpuL, gL what is left before placement and C, G the largest node's
-// CPU and GPU. Range 50..100.
+// CPU and GPU. Range 0..100 (0 when a task matches a whole empty node).
 func DotProduct(c Config) (engine.Policy, error) {
 	if err := needNorms("dot-product", c); err != nil {
 		return engine.Policy{}, err

@@ -59,7 +59,7 @@ func Partita(c Config) (engine.Policy, error) {
 	s := &partita{frag: fs}
 	pol := engine.Policy{Name: "partita", Scorer: s, Picker: s}
 	if t.Reserve > 0 {
-		pol.Adjuster = newReserve(c.Shapes, t.Reserve)
+		pol.Adjuster = newReserve(c.Shapes, t.Reserve, canonical)
 	}
 	return pol, nil
 }

@@ -1,6 +1,8 @@
 package policies
 
 import (
+	"strings"
+
 	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine"
 	"partita.dev/partita/internal/engine/frag"
@@ -15,30 +17,49 @@ import (
 // still host one (k fully free GPUs, and the CPU and memory such tasks
 // typically ask) are no more than that, a placement that would take one of
 // them below k goes behind every placement that would not.
+//
+// Models get the same treatment: a model whose free GPUs are no more than
+// the expected demand of the tasks constrained to it (a task allowed on
+// several models counts a share on each) is kept for those tasks; a task
+// that may also run on a model that is not scarce goes there first.
 type reserve struct {
 	ks       []int           // k ≥ 2 with demand, ascending
 	frac     map[int]float64 // GPU-demand share of k-GPU tasks
 	cpu, mem map[int]int64   // typical CPU and memory of a k-GPU task
 	factor   float64         // safety margin on the expected demand
 	scarce   map[int]bool    // per placement: k-GPU hosts are scarce
+
+	modelFrac   map[string]float64 // GPU-demand share constrained to each model
+	modelScarce map[string]bool    // per placement
+	models      []string           // models in the cluster
 }
 
 // reservePenalty moves a placement behind every unpenalised one while
 // keeping the order among penalised ones.
 const reservePenalty = int64(1) << 50
 
-func newReserve(shapes []frag.Shape, factor float64) *reserve {
-	r := &reserve{frac: map[int]float64{}, cpu: map[int]int64{}, mem: map[int]int64{}, factor: factor, scarce: map[int]bool{}}
+func newReserve(shapes []frag.Shape, factor float64, canonical func(string) string) *reserve {
+	r := &reserve{frac: map[int]float64{}, cpu: map[int]int64{}, mem: map[int]int64{}, factor: factor, scarce: map[int]bool{},
+		modelFrac: map[string]float64{}, modelScarce: map[string]bool{}}
 	var total float64
 	count := map[int]int64{}
 	for _, s := range shapes {
 		total += float64(s.Milli * s.Num)
+		if s.Spec != "" && s.Milli > 0 {
+			models := specModels(s.Spec, canonical)
+			for _, m := range models {
+				r.modelFrac[m] += float64(s.Milli*s.Num) / float64(len(models))
+			}
+		}
 		if s.Milli == 1000 && s.Num >= 2 {
 			r.frac[s.Num] += float64(1000 * s.Num)
 			r.cpu[s.Num] += s.CPUMilli
 			r.mem[s.Num] += s.MemMiB
 			count[s.Num]++
 		}
+	}
+	for m := range r.modelFrac {
+		r.modelFrac[m] /= total
 	}
 	for k := 2; k <= 64; k++ {
 		if count[k] == 0 {
@@ -59,9 +80,16 @@ func (r *reserve) hosts(n *cluster.Node, k int, free int, cpu, mem int64) bool {
 func (r *reserve) Prepare(st *cluster.State, _ *engine.Request) {
 	var freeMilli int
 	hosts := map[int]int{}
+	modelFree := map[string]int{}
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
 		freeMilli += n.GPUFreeMilli()
+		if m := n.Model(); m != nil {
+			if _, seen := modelFree[m.Name]; !seen {
+				modelFree[m.Name] = 0
+			}
+			modelFree[m.Name] += n.GPUFreeMilli()
+		}
 		f := n.FullyFreeGPUs()
 		for _, k := range r.ks {
 			if r.hosts(n, k, f, n.CPUFree(), n.MemFree()) {
@@ -73,9 +101,36 @@ func (r *reserve) Prepare(st *cluster.State, _ *engine.Request) {
 		expected := float64(freeMilli) / 1000 * r.frac[k] / float64(k) * r.factor
 		r.scarce[k] = float64(hosts[k]) <= expected
 	}
+	r.models = r.models[:0]
+	for m, free := range modelFree {
+		r.models = append(r.models, m)
+		r.modelScarce[m] = r.modelFrac[m] > 0 && float64(free) <= float64(freeMilli)*r.modelFrac[m]*r.factor
+	}
+}
+
+// elsewhere reports whether req may run on a model of the cluster, other
+// than model, that is not scarce.
+func (r *reserve) elsewhere(req *engine.Request, model string) bool {
+	for _, m := range r.models {
+		if m == model || r.modelScarce[m] {
+			continue
+		}
+		if len(req.Models) == 0 {
+			return true
+		}
+		for _, allowed := range req.Models {
+			if allowed == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (r *reserve) Adjust(n *cluster.Node, req *engine.Request, score int64, h engine.Hint) int64 {
+	if m := n.Model(); m != nil && req.Kind != workload.NoGPU && r.modelScarce[m.Name] && r.elsewhere(req, m.Name) {
+		return score - reservePenalty
+	}
 	f := n.FullyFreeGPUs()
 	after := f - takesFree(n, req, h)
 	cpu, mem := n.CPUFree()-req.CPUMilli, n.MemFree()-req.MemMiB
@@ -102,4 +157,19 @@ func takesFree(n *cluster.Node, r *engine.Request, h engine.Hint) int {
 		return 0
 	}
 	return 0
+}
+
+func specModels(spec string, canonical func(string) string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range strings.Split(spec, "|") {
+		if m == "" {
+			continue
+		}
+		if c := canonical(m); !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -125,7 +125,6 @@ func TestGPUClusteringScore(t *testing.T) {
 }
 
 func TestGPUClusteringSeesAMIGTaskAsTheKindOfAMIGInstance(t *testing.T) {
-	t.Skip("BUG: gpu-clustering tags a MIG (or memory-profile) request as a share (requestTag -1) but a running MIG instance as one GPU (assignmentTag 1), so MIG tasks never cluster with MIG tasks: b is 0 here instead of 75")
 	// 75 + ⌊25·(8000 − 0)/8000⌋: a MIG GPU has no milli to give.
 	runScoreCases(t, policyNamed(t, "gpu-clustering"), []scoreCase{
 		{name: "gives 75 to a MIG task beside a MIG task", node: node("n").gpus(1, "H100-80GB").mig(),
