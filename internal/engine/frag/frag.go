@@ -50,14 +50,6 @@ const DefaultThreshold = 0.95
 // canonical maps a model name as written in Spec to the name nodes use
 // (gpu.Lookup(name).Name); nil keeps names as they are.
 func Typicals(shapes []Shape, threshold float64, canonical func(string) string) *Distribution {
-	return Weighted(shapes, threshold, 0, canonical)
-}
-
-// Weighted is Typicals with whole-GPU tasks counted 1 + gpuWeight × GPUs
-// times, the FGD simulator's gpuResWeight (0 in the published runs): a
-// probability by GPU volume rather than by task count, so that rare large
-// tasks weigh what they ask for.
-func Weighted(shapes []Shape, threshold, gpuWeight float64, canonical func(string) string) *Distribution {
 	if canonical == nil {
 		canonical = func(s string) string { return s }
 	}
@@ -71,12 +63,8 @@ func Weighted(shapes []Shape, threshold, gpuWeight float64, canonical func(strin
 	for _, s := range shapes {
 		k := s
 		k.MemMiB = 0
-		w := 1.0
-		if s.Milli == 1000 {
-			w += float64(s.Num) * gpuWeight
-		}
-		counts[k] += w
-		total += w
+		counts[k]++
+		total++
 		tasks[k]++
 		memory[k] += s.MemMiB
 	}
@@ -197,43 +185,6 @@ func WithoutMemory(shapes []Shape) []Shape {
 		out[i] = s
 	}
 	return out
-}
-
-// Stranded is Partita's fragment measure. FGD asks whether one typical
-// task still fits; Stranded asks how much of the free GPU a stream of
-// typical tasks of one shape could actually use, counting how many copies
-// fit by GPU, by CPU and by memory. A node with 8 free GPUs and CPU for one
-// more task strands 7 GPUs for that shape; FGD's measure sees none.
-func (d *Distribution) Stranded(model string, cpuLeft, memLeft int64, left []int) float64 {
-	total := 0
-	for _, l := range left {
-		total += l
-	}
-	if total == 0 {
-		return 0
-	}
-	acc := d.accessible(model)
-	f := 0.0
-	for i := range d.Pods {
-		t := &d.Pods[i]
-		if t.Milli == 0 || !acc[i] {
-			f += t.P * float64(total)
-			continue
-		}
-		copies := 0
-		for _, l := range left {
-			copies += l / t.Milli
-		}
-		copies /= t.Num
-		if t.CPUMilli > 0 {
-			copies = min(copies, int(cpuLeft/t.CPUMilli))
-		}
-		if t.MemMiB > 0 {
-			copies = min(copies, int(memLeft/t.MemMiB))
-		}
-		f += t.P * float64(total-copies*t.Num*t.Milli)
-	}
-	return f
 }
 
 // ratios returns, for model, the CPU milli and memory MiB the typical mix

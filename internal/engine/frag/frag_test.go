@@ -158,41 +158,6 @@ func TestWithoutMemoryClearsMemoryOnly(t *testing.T) {
 	}
 }
 
-func TestWeightedCountsWholeGPUTasksByVolume(t *testing.T) {
-	ts := tasks{}.times(4, shape().share(500)).times(1, shape().gpus(8)).times(1, shape().share(999))
-	tests := []struct {
-		name      string
-		gpuWeight float64
-		want      []frag.Shape
-		wantP     []float64
-	}{
-		{"counts every task once without weight", 0,
-			[]frag.Shape{shape().share(500).s, shape().gpus(8).s, shape().share(999).s}, []float64{4.0 / 6, 1.0 / 6, 1.0 / 6}},
-		// An 8-GPU task counts 1 + 8 × 0.5 = 5; shares count 1 whatever their size.
-		{"counts a whole-GPU task 1 + weight × GPUs times", 0.5,
-			[]frag.Shape{shape().gpus(8).s, shape().share(500).s, shape().share(999).s}, []float64{5.0 / 10, 4.0 / 10, 1.0 / 10}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := frag.Weighted(ts, 1, tt.gpuWeight, canonical)
-			if len(d.Pods) != len(tt.want) {
-				t.Fatalf("kept %+v, want %+v", d.Pods, tt.want)
-			}
-			for i, p := range d.Pods {
-				if p.Shape != tt.want[i] || !near(p.P, tt.wantP[i]) {
-					t.Fatalf("shape %d = %+v P %v, want %+v P %v", i, p.Shape, p.P, tt.want[i], tt.wantP[i])
-				}
-			}
-		})
-	}
-}
-
-// mix is the distribution of TestNode: P = 0.4, 0.3, 0.2, 0.1.
-//
-//	a: a 500-milli share with 2000m CPU
-//	b: 2 whole GPUs with 4000m CPU
-//	c: CPU-only, 1000m
-//	d: a 200-milli share on G3 only
 func mix() *frag.Distribution {
 	ts := tasks{}.
 		times(4, shape().cpu(2000).share(500)).

@@ -196,9 +196,6 @@ func TestTypicalsAndNodeAgreeWithANaiveVersion(t *testing.T) {
 // the free GPU.
 func TestPartitaMeasuresStayInRange(t *testing.T) {
 	measures := map[string]func(d *frag.Distribution, n nodeLeft) float64{
-		"Stranded": func(d *frag.Distribution, n nodeLeft) float64 {
-			return d.Stranded(n.model, n.cpu, n.mem, n.gpuLeft)
-		},
 		"Unbalanced": func(d *frag.Distribution, n nodeLeft) float64 {
 			return d.Unbalanced(n.model, n.cpu, n.mem, n.gpuLeft)
 		},

@@ -2,7 +2,6 @@ package policies
 
 import (
 	"errors"
-	"math"
 	"math/rand"
 
 	"partita.dev/partita/internal/cluster"
@@ -11,75 +10,49 @@ import (
 	"partita.dev/partita/internal/gpu"
 )
 
-// Partita is our own policy. It is built to be improved: each concern is a
-// separate term, and docs/placement.md records what each term gained.
+// Partita is our own policy; docs/fill.md records what each part gained on
+// the FGD paper's fill benchmark, and what we tried that did not help.
 //
-//   - Shares and whole GPUs (non-MIG): like FGD, the task goes where it
-//     grows the expected fragmentation least; see Tuning for how the
-//     fragment is measured.
-//   - MIG instances and memory profiles on MIG GPUs: see migChoice.
+// Shares and whole GPUs (non-MIG) go where they grow the expected
+// fragment least, scored as FGD scores (⌊100·σ(−Δ/1000)⌋, ties to the
+// node rank), but the fragment is measured two ways at once:
+//   - FGD's: the free GPU that one typical task could not use;
+//   - Unbalanced: the free GPU a node would strand because its CPU or
+//     memory runs out first under the typical mix (FGD asks only whether
+//     one task fits, so a node with 8 free GPUs and CPU for one more task
+//     looks unfragmented to it). The typical shapes carry host memory.
+//
+// On top, a reservation (reserve.go) keeps enough nodes able to host
+// multi-GPU tasks and enough GPUs of each model for the tasks that can run
+// only there, judged from the request distribution and what is free.
+//
+// MIG instances and memory profiles on MIG GPUs are placed by migChoice:
+// existing free instance first, then a GPU and node already in use, then
+// the place that keeps the GPU most flexible.
 func Partita(c Config) (engine.Policy, error) {
 	if c.Typical == nil || len(c.Shapes) == 0 {
 		return engine.Policy{}, errors.New("policy partita: needs the expected workload (Config.Typical and Config.Shapes)")
-	}
-	t := PartitaTuning
-	shapes := c.Shapes
-	if !t.Memory {
-		shapes = frag.WithoutMemory(shapes)
 	}
 	canonical := c.Canonical
 	if canonical == nil {
 		canonical = func(name string) string { return gpu.Lookup(name).Name }
 	}
-	typ := frag.Weighted(shapes, t.Threshold, t.GPUWeight, canonical)
+	typ := frag.Typicals(c.Shapes, frag.DefaultThreshold, canonical)
 	fs := fragScorer{name: "partita-frag", typ: typ, rate: gradient}
-	if t.Stranded {
-		fs.measure = typ.Stranded
-	}
-	if t.Balance > 0 {
-		w := t.Balance
-		fs.measure = func(model string, cpu, mem int64, left []int) float64 {
-			return typ.Node(model, cpu, mem, left) + w*typ.Unbalanced(model, cpu, mem, left)
-		}
-	}
-	if t.Mix > 0 {
-		mix := t.Mix
-		fs.measure = func(model string, cpu, mem int64, left []int) float64 {
-			return typ.Node(model, cpu, mem, left) + mix*typ.Stranded(model, cpu, mem, left)
-		}
-	}
-	if t.Scale > 0 {
-		scale := t.Scale
-		fs.rate = func(before, after float64) int64 { return int64(100 / (1 + math.Exp(-(before-after)/scale))) }
-	}
-	if t.Bucket > 0 {
-		b := t.Bucket
-		fs.rate = func(before, after float64) int64 { return -int64(math.Floor((after - before) / b)) }
+	fs.measure = func(model string, cpu, mem int64, left []int) float64 {
+		return typ.Node(model, cpu, mem, left) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
 	}
 	s := &partita{frag: fs}
-	pol := engine.Policy{Name: "partita", Scorer: s, Picker: s}
-	if t.Reserve > 0 {
-		pol.Adjuster = newReserve(c.Shapes, t.Reserve, canonical)
-	}
-	return pol, nil
+	return engine.Policy{Name: "partita", Scorer: s, Picker: s, Adjuster: newReserve(c.Shapes, reserveFactor, canonical)}, nil
 }
 
-// Tuning holds the choices under study; PartitaTuning is the one
-// configuration used for every pod list.
-type Tuning struct {
-	Memory    bool    // host memory in the expected workload
-	Stranded  bool    // frag.Stranded instead of FGD's one-task measure
-	Bucket    float64 // >0: score = −⌊Δfrag / Bucket⌋ instead of FGD's ⌊100σ(−Δ/1000)⌋
-	Threshold float64 // share of tasks the typical shapes cover
-	Mix       float64 // >0: fragment = FGD's + Mix × Stranded
-	Scale     float64 // >0: the sigmoid's scale in milli (FGD: 1000)
-	GPUWeight float64 // whole-GPU shapes count 1 + GPUWeight × GPUs (frag.Weighted)
-	Secondary string  // tie-break before rank: "", "empty", "bestfit", "empty+bestfit"
-	Balance   float64 // >0: fragment = FGD's + Balance × Unbalanced
-	Reserve   float64 // >0: keep multi-GPU hosts for Reserve × their expected demand (reserve.go)
-}
-
-var PartitaTuning = Tuning{Memory: true, Stranded: true, Threshold: frag.DefaultThreshold}
+// One configuration for every workload (docs/fill.md: the grid it came
+// from). balanceWeight weighs stranded GPU against FGD's fragment, both in
+// milli-GPU; reserveFactor scales the expected demand reservations cover.
+const (
+	balanceWeight = 1.0
+	reserveFactor = 1.0
+)
 
 type partita struct {
 	frag fragScorer
@@ -88,36 +61,13 @@ type partita struct {
 func (*partita) Name() string { return "partita" }
 
 // Score: MIG scores live in migChoice's band above 1e12 and fragment
-// scores below it, so a node is never compared across the two kinds (a
+// scores in 0..100, so a node is never compared across the two kinds (a
 // request takes a MIG instance on every node it could use, or on none).
 func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
 	if h, sc, ok := migChoice(n, r); ok {
 		return sc, h
 	}
-	sc, h := s.frag.Score(n, r)
-	return sc*1000 + s.secondary(n, r), h
-}
-
-// secondary breaks ties of the fragment score (FGD leaves them to a random
-// node rank): 0..999.
-func (s *partita) secondary(n *cluster.Node, r *engine.Request) int64 {
-	var v int64
-	switch PartitaTuning.Secondary {
-	case "empty", "empty+bestfit":
-		// Breaking an empty node costs; breaking a big one costs more.
-		if len(n.Tasks()) == 0 {
-			v = 500 - 50*int64(min(len(n.GPUs), 8))
-		} else {
-			v = 500
-		}
-	}
-	switch PartitaTuning.Secondary {
-	case "bestfit", "empty+bestfit":
-		// Less GPU left after placement is better.
-		left := n.GPUFreeMilli() - r.GPUMilli()
-		v += 499 - int64(left*499/8000)
-	}
-	return v
+	return s.frag.Score(n, r)
 }
 
 // Pick honours the scorer's hint; whole GPUs and MIG without a hint go as

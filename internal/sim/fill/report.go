@@ -4,11 +4,13 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"partita.dev/partita/internal/svgchart"
 )
@@ -229,4 +231,120 @@ func writeChart(out io.Writer, workload string, e *Experiment, results map[strin
 		c.Series = append(c.Series, s)
 	}
 	return c.Write(out)
+}
+
+// ListResult is one pod list's experiment.
+type ListResult struct {
+	Pods       string
+	Experiment *Experiment
+	Results    map[string][]*Result
+	Wall       time.Duration
+}
+
+func (lr ListResult) median(policy string) (float64, bool) {
+	rs := lr.Results[policy]
+	if len(rs) == 0 {
+		return 0, false
+	}
+	vals := make([]float64, len(rs))
+	for i, r := range rs {
+		vals[i] = r.Unallocated()
+	}
+	return Median(vals), true
+}
+
+// fidelityTolerance is how far a baseline's median may sit from the
+// published one: 1.0 point for random (its per-seed spread is larger and
+// its draws depend on goroutine order in the original), 0.5 for the rest.
+func fidelityTolerance(policy string) float64 {
+	if policy == "random" {
+		return 1.0
+	}
+	return 0.5
+}
+
+// WriteSummary writes the tables across pod lists: our baselines beside the
+// published medians, and partita beside FGD's published median.
+func WriteSummary(path string, all []ListResult, published Published, command string) error {
+	return writeFile(path, func(out io.Writer) error {
+		fmt.Fprintf(out, "# Fill experiment on the Alibaba GPU 2023 trace\n\n")
+		fmt.Fprintf(out, "Regenerate with:\n\n    partita bench fill %s\n\n", command)
+		fmt.Fprintln(out, "Values: unallocated GPUs (% of 6,212) when the arrived workload reaches 100 % of capacity, median over seeds.")
+		fmt.Fprintln(out)
+		writeFidelity(out, all, published)
+		writeVersusFGD(out, all, published)
+		fmt.Fprintln(out, "## Wall time per pod list (all policies and seeds)")
+		fmt.Fprintln(out)
+		for _, lr := range all {
+			fmt.Fprintf(out, "- %s: %.1f s\n", WorkloadName(lr.Pods), lr.Wall.Seconds())
+		}
+		return nil
+	})
+}
+
+func writeFidelity(out io.Writer, all []ListResult, published Published) {
+	baselines := []string{"random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd"}
+	fmt.Fprintln(out, "## Fidelity: our baselines (published)")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Within tolerance (random ±1.0, others ±0.5) unless marked ✗.")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| pod list | "+strings.Join(baselines, " | ")+" |")
+	fmt.Fprintln(out, "|---"+strings.Repeat("|---", len(baselines))+"|")
+	for _, lr := range all {
+		w := WorkloadName(lr.Pods)
+		row := []string{w}
+		for _, p := range baselines {
+			ours, ok := lr.median(p)
+			if !ok {
+				row = append(row, "—")
+				continue
+			}
+			cell := fmt.Sprintf("%.2f", ours)
+			if pub, ok := published.MedianUnallocated(w, p); ok {
+				mark := ""
+				if math.Abs(ours-pub) > fidelityTolerance(p)+1e-9 {
+					mark = " ✗"
+				}
+				cell = fmt.Sprintf("%.2f (%.2f)%s", ours, pub, mark)
+			}
+			row = append(row, cell)
+		}
+		fmt.Fprintln(out, "| "+strings.Join(row, " | ")+" |")
+	}
+	fmt.Fprintln(out)
+}
+
+func writeVersusFGD(out io.Writer, all []ListResult, published Published) {
+	fmt.Fprintln(out, "## Partita against FGD")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Target: at most 0.8 × FGD's published median on every pod list.")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| pod list | partita | FGD (ours) | FGD (published) | partita / published FGD | target met |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|")
+	for _, lr := range all {
+		w := WorkloadName(lr.Pods)
+		p, ok := lr.median("partita")
+		if !ok {
+			continue
+		}
+		f, _ := lr.median("fgd")
+		pub, hasPub := published.MedianUnallocated(w, "fgd")
+		ratio, met := "—", "—"
+		if hasPub && pub > 0 {
+			ratio = fmt.Sprintf("%.2f", p/pub)
+			met = "no"
+			if p <= 0.8*pub {
+				met = "yes"
+			}
+		}
+		fmt.Fprintf(out, "| %s | %.2f | %.2f | %s | %s | %s |\n", w, p, f, fmtOpt(pub, hasPub), ratio, met)
+	}
+	fmt.Fprintln(out)
+}
+
+func fmtOpt(v float64, ok bool) string {
+	if !ok {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", v)
 }

@@ -14,6 +14,7 @@ import (
 	"partita.dev/partita/internal/engine/policies"
 	"partita.dev/partita/internal/sim"
 	"partita.dev/partita/internal/trace"
+	"partita.dev/partita/internal/workload"
 )
 
 // Columns is the number of arrived-workload columns, 0..130 % (§4).
@@ -93,7 +94,7 @@ func Run(in Input, opt Options) (*Result, error) {
 	w := &world{
 		st: st, placer: engine.NewPlacer(pol, rng), typical: typical, total: clusterMilli,
 		res:    &Result{Policy: opt.Policy, Seed: opt.Seed, TotalGPUs: int(clusterMilli / 1000), Pods: len(pods), FailedAt100: map[string]int64{}},
-		defrag: opt.Defrag,
+		defrag: opt.Defrag, tasks: map[string]workload.Task{},
 	}
 	w.initFrag()
 	if err := w.run(pods); err != nil {
@@ -112,6 +113,8 @@ type world struct {
 	defrag  bool
 	res     *Result
 
+	tasks         map[string]workload.Task // placed pods, for defragmentation moves
+	fruitless     int                      // defragmentation attempts in a row that found nothing
 	arrived, used int64
 	nodeFrag      []float64 // per node, kept current so a sample costs one node
 	fragSum       float64
@@ -179,6 +182,9 @@ func (w *world) allocate(a cluster.Assignment, p Pod) error {
 		return fmt.Errorf("fill: engine chose an assignment the cluster refuses: %w", err)
 	}
 	w.used += p.GPUMilli
+	if w.defrag {
+		w.tasks[p.Task.Name] = p.Task
+	}
 	i, _ := w.st.Lookup(a.Node)
 	w.refreshFrag(i)
 	return nil

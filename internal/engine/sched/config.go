@@ -1,0 +1,85 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+
+	"partita.dev/partita/internal/engine"
+)
+
+// Order is how pending jobs are ordered within a priority class.
+type Order int
+
+const (
+	// FIFO: by submission time, ignoring teams and classes (stock
+	// Kubernetes).
+	FIFO Order = iota
+	// FairShare: teams below their guarantee first, then by GPU held over
+	// weight, then by submission time. GPU share rather than dominant
+	// resource because the GPU is what is scarce and what teams are
+	// promised; CPU and memory follow it.
+	FairShare
+	// DRF: dominant-resource fairness over GPU, CPU and memory, weighted
+	// (Volcano's drf plugin).
+	DRF
+)
+
+// Config chooses the scheduler's behaviour; Preset builds the three
+// compared in the mixed benchmark.
+type Config struct {
+	Name      string
+	Placement engine.Policy
+	// Gangs: a job's tasks start together or not at all. Without it tasks
+	// are placed one by one and hold what they got while the rest wait.
+	Gangs bool
+	// ClassOrder: higher priority classes are considered first.
+	ClassOrder bool
+	Order      Order
+	// Borrow: a team may hold more than its guarantee, up to its burst,
+	// when others leave capacity idle. Without it the guarantee is a fixed
+	// quota.
+	Borrow bool
+	// Preempt: higher classes and teams reclaiming their guarantee evict
+	// victims.
+	Preempt bool
+	Grace   time.Duration
+	// MIG: re-partition free regions of MIG-capable GPUs as demand shifts,
+	// and place memory profiles on MIG slices rather than shares.
+	MIG bool
+	// ReconfigCooldown is the least time between two changes of one GPU,
+	// so that a shifting mix does not make it thrash.
+	ReconfigCooldown time.Duration
+	// Reserve: a gang that has waited ReserveAfter holds the nodes it will
+	// use; others may run there only if declared to end before it starts.
+	Reserve      bool
+	ReserveAfter time.Duration
+	// Headroom is the GPU memory a memory profile keeps above its peak.
+	Headroom float64
+}
+
+// Preset builds a named configuration around a placement policy:
+//   - naive: stock Kubernetes: whole GPUs as integers, MIG off, no gangs,
+//     FIFO, fixed per-team quotas, no preemption;
+//   - gang-drf: a batch scheduler in the style of Volcano: gangs, DRF,
+//     borrowing with reclaim, priority preemption, whole GPUs, no MIG;
+//   - partita: everything: right-sized MIG slices, dynamic MIG, gangs
+//     with reservation, fair share with guarantees and burst, preemption.
+//
+// placement is the engine policy to place with (k8s-default for naive and
+// gang-drf, partita for partita).
+func Preset(name string, placement engine.Policy) (Config, error) {
+	c := Config{Name: name, Placement: placement, Grace: 30 * time.Second, Headroom: 0.10}
+	switch name {
+	case "naive":
+		c.Order = FIFO
+	case "gang-drf":
+		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, DRF, true, true
+	case "partita":
+		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, FairShare, true, true
+		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
+		c.Reserve, c.ReserveAfter = true, 10*time.Minute
+	default:
+		return Config{}, fmt.Errorf("unknown scheduler %q (known: naive, gang-drf, partita)", name)
+	}
+	return c, nil
+}

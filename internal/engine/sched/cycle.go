@@ -1,0 +1,347 @@
+package sched
+
+import (
+	"math/rand"
+	"sort"
+	"strconv"
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
+	"partita.dev/partita/internal/workload"
+)
+
+// Scheduler runs cycles for one configuration.
+type Scheduler struct {
+	cfg    Config
+	placer *engine.Placer
+	// promised maps a job to the victims preempted for it; while any is
+	// still terminating the job waits instead of preempting again.
+	promised map[string][]string
+	// reservation is the gang holding nodes, if any.
+	reservation *reservation
+	// lastChange is when each GPU was last re-partitioned, and awaiting the
+	// GPUs being changed for a job.
+	lastChange map[gpuRef]time.Duration
+	awaiting   map[string][]gpuRef
+	// invalid caches jobs found never to fit this cluster.
+	invalid map[string]string
+}
+
+type gpuRef struct {
+	node  string
+	index int
+}
+
+// New builds a scheduler. rng is its only source of randomness.
+func New(cfg Config, rng *rand.Rand) *Scheduler {
+	p := engine.NewPlacer(cfg.Placement, rng)
+	p.SetHeadroom(cfg.Headroom)
+	p.SetMIGOnly(cfg.MIG)
+	return &Scheduler{
+		cfg: cfg, placer: p,
+		promised: map[string][]string{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
+		awaiting: map[string][]gpuRef{},
+	}
+}
+
+// Config returns the scheduler's configuration.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// cycle is the working state of one Cycle call.
+type cycle struct {
+	in       Input
+	st       *cluster.State // the plan so far, on a clone
+	teams    map[string]*Team
+	usage    map[string]int64 // GPU milli held per team
+	byID     map[string]*Job
+	d        Decision
+	capacity *workload.Capacity
+	// failed remembers job shapes that fitted nowhere this cycle: within a
+	// cycle resources only shrink, so they would fail again.
+	failed map[string]string
+}
+
+// Cycle decides what to start, preempt and re-partition now.
+//
+//  1. Snapshot: plan on a clone of the cluster; count what each team holds.
+//  2. Order: pending jobs by class, then fairness, then age.
+//  3. For each job: quota check, then place (all tasks at once for a
+//     gang), honouring a gang's reservation.
+//  4. A job that does not fit may get a MIG re-partition, preempt
+//     victims, or (a gang that has waited long) reserve nodes.
+func (s *Scheduler) Cycle(in Input) Decision {
+	c := s.snapshot(in)
+	s.settlePromises(c)
+	s.refreshReservation(c)
+	positions := map[string]int{}
+	for _, j := range s.order(c) {
+		positions[j.Spec.Team]++
+		reason := s.consider(c, j)
+		if reason != "" {
+			c.d.Waiting[j.ID()] = Wait{Position: positions[j.Spec.Team], Reason: reason}
+		} else {
+			positions[j.Spec.Team]--
+		}
+	}
+	return c.d
+}
+
+func (s *Scheduler) snapshot(in Input) *cycle {
+	c := &cycle{
+		in: in, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
+		byID: map[string]*Job{}, d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
+	}
+	for i := range in.Teams {
+		c.teams[in.Teams[i].Name] = &in.Teams[i]
+	}
+	for _, j := range in.Jobs {
+		c.byID[j.ID()] = j
+		c.usage[j.Spec.Team] += j.Held(in.Cluster)
+	}
+	c.capacity = capacityOf(in.Cluster)
+	return c
+}
+
+// settlePromises forgets promises whose victims have all left.
+func (s *Scheduler) settlePromises(c *cycle) {
+	for job, victims := range s.promised {
+		j, ok := c.byID[job]
+		if !ok || j.Phase != Pending {
+			delete(s.promised, job)
+			continue
+		}
+		alive := victims[:0]
+		for _, v := range victims {
+			if vj, ok := c.byID[v]; ok && vj.Phase == Terminating {
+				alive = append(alive, v)
+			}
+		}
+		if len(alive) == 0 {
+			delete(s.promised, job)
+		} else {
+			s.promised[job] = alive
+		}
+	}
+}
+
+// consider tries to start one pending job; it returns why it waits, or ""
+// when it started.
+func (s *Scheduler) consider(c *cycle, j *Job) string {
+	if why, bad := s.invalid[j.ID()]; bad {
+		return why
+	}
+	if err := j.Spec.Validate(c.capacity); err != nil {
+		s.invalid[j.ID()] = WaitInvalidSpec + ": " + err.Error()
+		return s.invalid[j.ID()]
+	}
+	if !s.withinQuota(c, j) {
+		return WaitQuota
+	}
+	if _, waiting := s.promised[j.ID()]; waiting {
+		return WaitPreempting
+	}
+	reqs, err := s.requests(j)
+	if err != nil {
+		return WaitInvalidSpec + ": " + err.Error()
+	}
+	if !s.cfg.Gangs {
+		return s.placeOneByOne(c, j, reqs)
+	}
+	key := shapeKey(j)
+	if why, ok := c.failed[key]; ok && !s.mayPreempt(c, j) {
+		return why
+	}
+	if s.tryStart(c, j, reqs) {
+		return ""
+	}
+	why := s.afterMiss(c, j, reqs)
+	if why == WaitNoRoom || why == WaitGang || why == WaitNoSlice || why == WaitReserved {
+		c.failed[key] = why
+	}
+	return why
+}
+
+// requests prepares the pending tasks of a job.
+func (s *Scheduler) requests(j *Job) ([]*engine.Request, error) {
+	var reqs []*engine.Request
+	for i, t := range j.Spec.Tasks {
+		if i < len(j.Placed) && j.Placed[i] != nil {
+			continue
+		}
+		r, err := s.placer.Request(t)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
+// tryStart places every pending task of j on the plan, or none.
+func (s *Scheduler) tryStart(c *cycle, j *Job, reqs []*engine.Request) bool {
+	for _, allowed := range s.candidates(c, j, reqs) {
+		as, trial, err := s.placer.PlaceAll(c.st, reqs, allowed)
+		if err != nil {
+			continue
+		}
+		s.commit(c, j, as, trial)
+		return true
+	}
+	return false
+}
+
+// commit adopts a placement: the trial state becomes the plan and the
+// tasks become Starts.
+func (s *Scheduler) commit(c *cycle, j *Job, as []cluster.Assignment, trial *cluster.State) {
+	before := c.st
+	c.st = trial
+	k := 0
+	for i := range j.Spec.Tasks {
+		if i < len(j.Placed) && j.Placed[i] != nil {
+			continue
+		}
+		a := as[k]
+		k++
+		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a, Creates: createsInstance(before, a)})
+		if n := trial.NodeByName(a.Node); n != nil {
+			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))
+		}
+	}
+	if s.reservation != nil && s.reservation.job == j.ID() {
+		s.reservation = nil
+	}
+}
+
+// createsInstance reports whether a uses a MIG instance missing from st.
+func createsInstance(st *cluster.State, a cluster.Assignment) bool {
+	n := st.NodeByName(a.Node)
+	for _, g := range a.Grants {
+		if g.Slice == nil || n == nil {
+			continue
+		}
+		found := false
+		for _, sl := range n.GPUs[g.GPU].Slices() {
+			if sl.Placement == *g.Slice {
+				found = true
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}
+
+// placeOneByOne is the naive path: each task takes what it finds and holds
+// it while the others wait.
+func (s *Scheduler) placeOneByOne(c *cycle, j *Job, reqs []*engine.Request) string {
+	placedAny, k := false, 0
+	for i := range j.Spec.Tasks {
+		if i < len(j.Placed) && j.Placed[i] != nil {
+			continue
+		}
+		r := reqs[k]
+		k++
+		a, err := s.placer.PlaceRequest(c.st, r)
+		if err != nil {
+			continue
+		}
+		if err := c.st.Allocate(a); err != nil {
+			continue
+		}
+		placedAny = true
+		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a})
+		if n := c.st.NodeByName(a.Node); n != nil {
+			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))
+		}
+	}
+	started := 0
+	for _, st := range c.d.Starts {
+		if st.Job == j.ID() {
+			started++
+		}
+	}
+	if started == len(reqs) {
+		return ""
+	}
+	if placedAny || len(reqs) < len(j.Spec.Tasks) {
+		return WaitGang
+	}
+	return WaitNoRoom
+}
+
+// afterMiss handles a job that did not fit: MIG re-partitioning,
+// preemption, reservation, in that order.
+func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
+	if s.cfg.MIG {
+		if why := s.repartition(c, j, reqs); why != "" {
+			return why
+		}
+	}
+	if s.mayPreempt(c, j) {
+		if victims := s.victims(c, j, reqs); len(victims) > 0 {
+			s.preempt(c, j, victims)
+			return WaitPreempting
+		}
+	}
+	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {
+		s.reserve(c, j, reqs)
+	}
+	if s.reservation != nil && s.reservation.job != j.ID() {
+		return WaitReserved
+	}
+	if len(reqs) > 1 {
+		return WaitGang
+	}
+	if reqs[0].Kind == workload.MIGProfile || reqs[0].Kind == workload.MemoryProfile && s.cfg.MIG {
+		return WaitNoSlice
+	}
+	return WaitNoRoom
+}
+
+// order returns the pending jobs in the order they are considered.
+func (s *Scheduler) order(c *cycle) []*Job {
+	var pending []*Job
+	for _, j := range c.in.Jobs {
+		if j.Phase == Pending {
+			pending = append(pending, j)
+		}
+	}
+	share := s.shareFunc(c)
+	sort.SliceStable(pending, func(a, b int) bool {
+		x, y := pending[a], pending[b]
+		if s.cfg.ClassOrder && x.Spec.Class != y.Spec.Class {
+			return x.Spec.Class > y.Spec.Class
+		}
+		if s.cfg.Order != FIFO && x.Spec.Team != y.Spec.Team {
+			sx, sy := share(x.Spec.Team), share(y.Spec.Team)
+			if sx != sy {
+				return sx < sy
+			}
+		}
+		if x.Submitted != y.Submitted {
+			return x.Submitted < y.Submitted
+		}
+		return x.ID() < y.ID()
+	})
+	return pending
+}
+
+// shapeKey identifies jobs that ask for the same thing, so that one that
+// did not fit spares the others the search.
+func shapeKey(j *Job) string {
+	b := make([]byte, 0, 64)
+	for i, t := range j.Spec.Tasks {
+		if i < len(j.Placed) && j.Placed[i] != nil {
+			continue
+		}
+		b = append(b, t.GPU.String()...)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, t.CPUMilli, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, t.MemoryMiB, 10)
+		b = append(b, ';')
+	}
+	return string(b)
+}

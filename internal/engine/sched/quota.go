@@ -1,0 +1,144 @@
+package sched
+
+import (
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/gpu"
+	"partita.dev/partita/internal/workload"
+)
+
+// Quota arithmetic. Everything is GPU milli; a MIG slice counts its compute
+// share and a memory profile its nominal share until it is placed.
+
+// demand is what a job will add to its team's usage.
+func demand(j *Job) int64 {
+	var total int64
+	for i, t := range j.Spec.Tasks {
+		if i < len(j.Placed) && j.Placed[i] != nil {
+			continue
+		}
+		total += (&workload.Job{Tasks: []workload.Task{t}}).GPUMilli()
+	}
+	return total
+}
+
+// limit is the most a team may hold: its burst when borrowing is on, its
+// guarantee otherwise. A team that is not configured has no quota.
+func (s *Scheduler) limit(c *cycle, team string) (int64, bool) {
+	t, ok := c.teams[team]
+	if !ok {
+		return 0, false
+	}
+	if s.cfg.Borrow {
+		return max(t.Burst, t.Guarantee), true
+	}
+	return t.Guarantee, true
+}
+
+func (s *Scheduler) withinQuota(c *cycle, j *Job) bool {
+	lim, ok := s.limit(c, j.Spec.Team)
+	if !ok {
+		return true
+	}
+	return c.usage[j.Spec.Team]+demand(j) <= lim
+}
+
+// withinGuarantee reports whether starting j keeps its team within its
+// guarantee: then the team is entitled to reclaim from borrowers.
+func withinGuarantee(c *cycle, j *Job) bool {
+	t, ok := c.teams[j.Spec.Team]
+	return ok && c.usage[j.Spec.Team]+demand(j) <= t.Guarantee
+}
+
+// borrowing reports whether a team holds more than its guarantee.
+func borrowing(c *cycle, team string) bool {
+	t, ok := c.teams[team]
+	return ok && c.usage[team] > t.Guarantee
+}
+
+// shareFunc returns the fairness key of a team (lower goes first).
+//   - FairShare: a team below its guarantee goes first (key below 0, the
+//     further below the sooner); above it, GPU held over weight.
+//   - DRF: the team's dominant share of GPU, CPU and memory over weight.
+func (s *Scheduler) shareFunc(c *cycle) func(team string) float64 {
+	switch s.cfg.Order {
+	case FairShare:
+		return func(team string) float64 {
+			t, ok := c.teams[team]
+			if !ok {
+				return 0
+			}
+			used := float64(c.usage[team])
+			if t.Guarantee > 0 && used < float64(t.Guarantee) {
+				return used/float64(t.Guarantee) - 1
+			}
+			w := t.Weight
+			if w <= 0 {
+				w = 1
+			}
+			return used / 1000 / w
+		}
+	case DRF:
+		return s.drfShare(c)
+	}
+	return func(string) float64 { return 0 }
+}
+
+func (s *Scheduler) drfShare(c *cycle) func(team string) float64 {
+	var totGPU, totCPU, totMem float64
+	st := c.in.Cluster
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		totGPU += float64(1000 * len(n.GPUs))
+		totCPU += float64(n.CPUMilli)
+		totMem += float64(n.MemoryMiB)
+	}
+	cpu, mem := map[string]float64{}, map[string]float64{}
+	for _, j := range c.in.Jobs {
+		for _, a := range j.Placed {
+			if a != nil {
+				cpu[j.Spec.Team] += float64(a.CPUMilli)
+				mem[j.Spec.Team] += float64(a.MemoryMiB)
+			}
+		}
+	}
+	return func(team string) float64 {
+		dom := max(float64(c.usage[team])/totGPU, cpu[team]/totCPU, mem[team]/totMem)
+		if t, ok := c.teams[team]; ok && t.Weight > 0 {
+			dom /= t.Weight
+		}
+		return dom
+	}
+}
+
+// capacityOf summarises what the cluster could ever offer one task.
+func capacityOf(st *cluster.State) *workload.Capacity {
+	c := &workload.Capacity{MaxGPUs: map[string]int{}, MIGProfiles: map[string][]string{}, GPUMemoryMiB: map[string]int64{}}
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		c.MaxCPUMilli = max(c.MaxCPUMilli, n.CPUMilli)
+		c.MaxMemoryMiB = max(c.MaxMemoryMiB, n.MemoryMiB)
+		count := map[*gpu.Model]int{}
+		for j := range n.GPUs {
+			count[n.GPUs[j].Model]++
+		}
+		for m, k := range count {
+			c.MaxGPUs[m.Name] = max(c.MaxGPUs[m.Name], k)
+			c.GPUMemoryMiB[m.Name] = m.MemoryMiB
+			for _, p := range m.Profiles {
+				if !contains(c.MIGProfiles[p.Name], m.Name) {
+					c.MIGProfiles[p.Name] = append(c.MIGProfiles[p.Name], m.Name)
+				}
+			}
+		}
+	}
+	return c
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,155 @@
+package sched
+
+import (
+	"sort"
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
+)
+
+// Gang reservation and backfill. A gang that has waited ReserveAfter holds
+// the nodes it will use: nothing new starts there, except jobs declared to
+// end before the gang can start (backfill), so as the running work ends
+// the nodes drain and the gang starts. Its wait is bounded by the longest
+// remaining run on those nodes; small jobs keep flowing everywhere else.
+type reservation struct {
+	job   string
+	nodes map[string]bool
+	// readyAt is when the reserved nodes are expected free: the latest
+	// declared end of the work on them; 0 when some work has no estimate,
+	// and then nothing backfills.
+	readyAt time.Duration
+}
+
+// refreshReservation drops a reservation whose gang started or left and
+// recomputes when its nodes will be free.
+func (s *Scheduler) refreshReservation(c *cycle) {
+	r := s.reservation
+	if r == nil {
+		return
+	}
+	if j, ok := c.byID[r.job]; !ok || j.Phase != Pending {
+		s.reservation = nil
+		return
+	}
+	r.readyAt = s.readyAt(c, r.nodes)
+}
+
+// readyAt is the latest declared end of the running work on nodes, or 0
+// when some of it has no estimate.
+func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
+	var ready time.Duration
+	for _, j := range c.in.Jobs {
+		if j.Phase == Pending {
+			continue
+		}
+		for _, a := range j.Placed {
+			if a == nil || !nodes[a.Node] {
+				continue
+			}
+			if j.Estimate == 0 {
+				return 0
+			}
+			ready = max(ready, j.Started+j.Estimate)
+		}
+	}
+	return max(ready, c.in.Now)
+}
+
+// candidates lists the node sets to try for j, best first: for a gang
+// spread over several nodes, one leaf switch at a time (most free GPUs
+// first), then anywhere; always outside another gang's reservation unless
+// j ends before that gang can start.
+func (s *Scheduler) candidates(c *cycle, j *Job, reqs []*engine.Request) []func(*cluster.Node) bool {
+	var outside func(*cluster.Node) bool
+	if r := s.reservation; r != nil && r.job != j.ID() && !(j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt) {
+		outside = func(n *cluster.Node) bool { return !r.nodes[n.Name] }
+	}
+	var out []func(*cluster.Node) bool
+	if len(reqs) > 1 {
+		for _, leaf := range leavesByFree(c.st) {
+			leaf := leaf
+			out = append(out, func(n *cluster.Node) bool {
+				return n.Topology.Leaf == leaf && (outside == nil || outside(n))
+			})
+		}
+	}
+	return append(out, outside)
+}
+
+// leavesByFree returns the leaf switches, most free GPU first.
+func leavesByFree(st *cluster.State) []string {
+	free := map[string]int{}
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		if n.Topology.Leaf != "" {
+			free[n.Topology.Leaf] += n.GPUFreeMilli()
+		}
+	}
+	if len(free) < 2 {
+		return nil
+	}
+	leaves := make([]string, 0, len(free))
+	for l := range free {
+		leaves = append(leaves, l)
+	}
+	sort.Slice(leaves, func(a, b int) bool {
+		if free[leaves[a]] != free[leaves[b]] {
+			return free[leaves[a]] > free[leaves[b]]
+		}
+		return leaves[a] < leaves[b]
+	})
+	return leaves
+}
+
+// reserve picks the nodes the gang will use: those with the most GPUs free
+// or held by work that ends soonest, until they cover its tasks.
+func (s *Scheduler) reserve(c *cycle, j *Job, reqs []*engine.Request) {
+	type cand struct {
+		node  string
+		gpus  int // GPUs free or held by running (not production) work
+		ready time.Duration
+	}
+	ends := map[string]time.Duration{}
+	held := map[string]int{}
+	for _, v := range c.in.Jobs {
+		if v.Phase == Pending {
+			continue
+		}
+		for _, a := range v.Placed {
+			if a == nil {
+				continue
+			}
+			end := v.Started + v.Estimate
+			if v.Estimate == 0 {
+				end = 1 << 62
+			}
+			ends[a.Node] = max(ends[a.Node], end)
+			held[a.Node] += len(a.Grants)
+		}
+	}
+	var cands []cand
+	for i := 0; i < c.st.Len(); i++ {
+		n := c.st.Node(i)
+		if len(n.GPUs) == 0 {
+			continue
+		}
+		cands = append(cands, cand{node: n.Name, gpus: len(n.GPUs), ready: ends[n.Name]})
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].ready < cands[b].ready })
+	need := 0
+	for _, r := range reqs {
+		need += max(r.Count, 1)
+	}
+	nodes := map[string]bool{}
+	for _, cd := range cands {
+		if need <= 0 {
+			break
+		}
+		nodes[cd.node] = true
+		need -= cd.gpus
+	}
+	s.reservation = &reservation{job: j.ID(), nodes: nodes}
+	s.reservation.readyAt = s.readyAt(c, nodes)
+}

@@ -1,0 +1,155 @@
+// Package sched is the scheduling cycle: which pending jobs start, in what
+// order, within which quotas, which running jobs are preempted for them,
+// and which free MIG regions are re-partitioned. Placement itself is the
+// engine's Placer; sched decides what to ask it.
+//
+// Like the rest of the engine it is pure: a Scheduler takes an Input (the
+// world's snapshot and the time) and returns a Decision for the world to
+// carry out. It keeps a little state between cycles (who was promised the
+// resources of preempted jobs, which gang holds a reservation, when each
+// GPU was last re-partitioned), all of it deterministic.
+package sched
+
+import (
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/gpu"
+	"partita.dev/partita/internal/workload"
+)
+
+// Team is a tenant: a queue with a guaranteed share of the cluster.
+// Quantities are GPU milli (a MIG slice counts its compute share).
+type Team struct {
+	Name string
+	// Guarantee is always obtainable: when the team asks for it, borrowers
+	// are preempted to make room.
+	Guarantee int64
+	// Burst is the most the team may hold, borrowed capacity included
+	// (≥ Guarantee). Above Guarantee it uses what others leave idle.
+	Burst  int64
+	Weight float64
+}
+
+// Phase is where a job is in its life.
+type Phase int
+
+const (
+	Pending     Phase = iota // waiting in its team's queue
+	Running                  // all its tasks (or, without gangs, some) hold resources
+	Terminating              // preempted, in its grace period; still holds its resources
+)
+
+// Job is the scheduler's view of one job. The world owns it and keeps it
+// current; the scheduler only reads it.
+type Job struct {
+	Spec      workload.Job
+	Submitted time.Duration
+	Phase     Phase
+	// Placed holds, per task, what it holds; nil for a task not started.
+	Placed []*cluster.Assignment
+	// Started is when the job (the whole gang) started running, and
+	// Checkpoint its last checkpoint (Started when none): what a preemption
+	// loses is the work since then.
+	Started, Checkpoint time.Duration
+	// Estimate is the declared run time (0 when unknown), used to judge
+	// whether a job can run before a reserved gang starts.
+	Estimate time.Duration
+}
+
+// ID returns the job's ID.
+func (j *Job) ID() string { return j.Spec.ID }
+
+// Held returns the GPU milli the job holds now.
+func (j *Job) Held(st *cluster.State) int64 {
+	var total int64
+	for _, a := range j.Placed {
+		if a == nil {
+			continue
+		}
+		if n := st.NodeByName(a.Node); n != nil {
+			total += int64(a.GPUMilli(n))
+		}
+	}
+	return total
+}
+
+// Complete reports whether every task holds its resources.
+func (j *Job) Complete() bool {
+	for _, a := range j.Placed {
+		if a == nil {
+			return false
+		}
+	}
+	return len(j.Placed) > 0
+}
+
+// Input is one cycle's view of the world.
+type Input struct {
+	Now     time.Duration
+	Cluster *cluster.State // read only; the scheduler plans on a clone
+	Teams   []Team
+	Jobs    []*Job // every job not finished, in any phase
+}
+
+// Decision is what the world must do. Starts are given in order; the world
+// applies them to its cluster as they are (the scheduler checked them on
+// its clone).
+type Decision struct {
+	Starts      []Start
+	Preemptions []Preemption
+	Reconfigs   []Reconfig
+	// Waiting says, for every pending job left waiting, its position in
+	// its team's queue (1 = next) and why it waits.
+	Waiting map[string]Wait
+}
+
+// Start starts one task of a job.
+type Start struct {
+	Job        string
+	Task       int
+	Assignment cluster.Assignment
+	// Creates is set when the assignment uses a MIG instance that does not
+	// exist yet: the world creates it first, which takes the MIG
+	// reconfiguration delay.
+	Creates bool
+}
+
+// Preemption evicts a running job: it gets Grace to checkpoint and exit,
+// then goes back to its queue.
+type Preemption struct {
+	Job    string
+	For    string // the job it makes room for
+	Reason string
+	Grace  time.Duration
+}
+
+// Reconfig re-partitions one GPU: MIG mode and, with MIG on, the layout of
+// its free region. Instances in use are kept as they are. The world
+// cordons the GPU until the change is done.
+type Reconfig struct {
+	Node   string
+	GPU    int
+	MIG    bool
+	Layout gpu.Layout
+	For    string // the job it is for
+}
+
+// Wait is why a pending job waits.
+type Wait struct {
+	Position int
+	Reason   string
+}
+
+// Reasons a job waits; the portal shows them.
+const (
+	WaitQuota       = "quota: the team is at its limit"
+	WaitGang        = "gang: not all tasks fit at once"
+	WaitNoRoom      = "no room: no node fits the job"
+	WaitNoSlice     = "no fitting MIG slice yet"
+	WaitReconfig    = "waiting for a MIG reconfiguration"
+	WaitPreempting  = "waiting for preempted jobs to exit"
+	WaitReserved    = "the free GPUs are reserved for an older gang"
+	WaitPriority    = "higher-priority jobs go first"
+	WaitInvalidSpec = "invalid: can never run on this cluster"
+)
