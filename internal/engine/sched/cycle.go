@@ -17,15 +17,22 @@ type Scheduler struct {
 	placer *engine.Placer
 	// promised maps a job to the victims preempted for it; while any is
 	// still terminating the job waits instead of preempting again.
-	promised map[string][]string
+	promised      map[string][]string
+	promisedNodes map[string]map[string]bool // the nodes each promised job will use
 	// reservation is the gang holding nodes, if any.
 	reservation *reservation
 	// lastChange is when each GPU was last re-partitioned, and awaiting the
 	// GPUs being changed for a job.
 	lastChange map[gpuRef]time.Duration
 	awaiting   map[string][]gpuRef
-	// invalid caches jobs found never to fit this cluster.
+	// attempts counts changes asked for a job in a row; after two that did
+	// not let it start, backoff holds off more until the cooldown passes.
+	attempts map[string]int
+	backoff  map[string]time.Duration
+	// invalid caches jobs found never to fit this cluster, valid those
+	// checked and fine: a job is validated once.
 	invalid map[string]string
+	valid   map[string]bool
 }
 
 type gpuRef struct {
@@ -40,8 +47,9 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 	p.SetMIGOnly(cfg.MIG)
 	return &Scheduler{
 		cfg: cfg, placer: p,
-		promised: map[string][]string{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
-		awaiting: map[string][]gpuRef{},
+		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
+		awaiting: map[string][]gpuRef{}, valid: map[string]bool{},
+		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 	}
 }
 
@@ -109,6 +117,7 @@ func (s *Scheduler) settlePromises(c *cycle) {
 		j, ok := c.byID[job]
 		if !ok || j.Phase != Pending {
 			delete(s.promised, job)
+			delete(s.promisedNodes, job)
 			continue
 		}
 		alive := victims[:0]
@@ -119,6 +128,9 @@ func (s *Scheduler) settlePromises(c *cycle) {
 		}
 		if len(alive) == 0 {
 			delete(s.promised, job)
+			// The nodes stay held for this cycle: the job is considered
+			// in its turn and takes them; commit or the next settle frees
+			// them.
 		} else {
 			s.promised[job] = alive
 		}
@@ -131,9 +143,12 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	if why, bad := s.invalid[j.ID()]; bad {
 		return why
 	}
-	if err := j.Spec.Validate(c.capacity); err != nil {
-		s.invalid[j.ID()] = WaitInvalidSpec + ": " + err.Error()
-		return s.invalid[j.ID()]
+	if !s.valid[j.ID()] {
+		if err := j.Spec.Validate(c.capacity); err != nil {
+			s.invalid[j.ID()] = WaitInvalidSpec + ": " + err.Error()
+			return s.invalid[j.ID()]
+		}
+		s.valid[j.ID()] = true
 	}
 	if !s.withinQuota(c, j) {
 		return WaitQuota
@@ -141,15 +156,19 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	if _, waiting := s.promised[j.ID()]; waiting {
 		return WaitPreempting
 	}
+	key := shapeKey(j)
+	if why, ok := c.failed[key]; ok && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
+		return why
+	}
 	reqs, err := s.requests(j)
 	if err != nil {
 		return WaitInvalidSpec + ": " + err.Error()
 	}
 	if !s.cfg.Gangs {
-		return s.placeOneByOne(c, j, reqs)
-	}
-	key := shapeKey(j)
-	if why, ok := c.failed[key]; ok && !s.mayPreempt(c, j) {
+		why := s.placeOneByOne(c, j, reqs)
+		if why == WaitNoRoom {
+			c.failed[key] = why
+		}
 		return why
 	}
 	if s.tryStart(c, j, reqs) {
@@ -211,6 +230,9 @@ func (s *Scheduler) commit(c *cycle, j *Job, as []cluster.Assignment, trial *clu
 	if s.reservation != nil && s.reservation.job == j.ID() {
 		s.reservation = nil
 	}
+	delete(s.attempts, j.ID())
+	delete(s.backoff, j.ID())
+	delete(s.promisedNodes, j.ID())
 }
 
 // createsInstance reports whether a uses a MIG instance missing from st.
@@ -280,8 +302,8 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 		}
 	}
 	if s.mayPreempt(c, j) {
-		if victims := s.victims(c, j, reqs); len(victims) > 0 {
-			s.preempt(c, j, victims)
+		if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
+			s.preempt(c, j, victims, nodes)
 			return WaitPreempting
 		}
 	}

@@ -22,24 +22,33 @@ import (
 // not make it thrash. The world cordons a GPU while its change is applied.
 
 // repartition returns WaitReconfig when it asked for a change that will
-// let j run, "" otherwise.
+// let j run, "" otherwise. It changes GPUs only where j may be placed
+// (outside another gang's reservation), and backs off a job whose last
+// change did not let it start, so it cannot churn GPUs forever.
 func (s *Scheduler) repartition(c *cycle, j *Job, reqs []*engine.Request) string {
 	if s.awaitingChange(c, j) {
 		return WaitReconfig
 	}
-	asked := false
+	if until, ok := s.backoff[j.ID()]; ok && c.in.Now < until {
+		return ""
+	}
+	allowed := s.candidates(c, j, reqs)
+	where := allowed[len(allowed)-1] // the widest set: outside reservations
+	asked := s.migOffFor(c, j, reqs, where)
 	for _, r := range reqs {
-		switch r.Kind {
-		case workload.WholeGPUs:
-			asked = s.migOff(c, j, r) || asked
-		case workload.MIGProfile, workload.MemoryProfile:
-			asked = s.migFor(c, j, r) || asked
+		if r.Kind == workload.MIGProfile || r.Kind == workload.MemoryProfile {
+			asked = s.migFor(c, j, r, where) || asked
 		}
 	}
-	if asked {
-		return WaitReconfig
+	if !asked {
+		return ""
 	}
-	return ""
+	s.attempts[j.ID()]++
+	if s.attempts[j.ID()] >= 2 {
+		s.backoff[j.ID()] = c.in.Now + s.cfg.ReconfigCooldown
+		s.attempts[j.ID()] = 0
+	}
+	return WaitReconfig
 }
 
 // awaitingChange reports whether a change asked for j is still being
@@ -88,12 +97,13 @@ type migOption struct {
 	rank   [3]int // lower is better
 }
 
-// migFor finds a GPU to re-partition for a MIG task.
-func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request) bool {
+// migFor finds a GPU to re-partition for a MIG task, on the nodes where
+// allows (nil: all).
+func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*cluster.Node) bool) bool {
 	var opts []migOption
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
-		if r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() {
+		if r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() || where != nil && !where(n) {
 			continue
 		}
 		migBusy := nodeRunsMIG(n)
@@ -170,48 +180,64 @@ func nodeRunsMIG(n *cluster.Node) bool {
 	return false
 }
 
-// migOff turns MIG off on idle MIG GPUs of the node where that makes a
-// whole-GPU task fit, taking as few GPUs as it can.
-func (s *Scheduler) migOff(c *cycle, j *Job, r *engine.Request) bool {
-	best, bestConvert := -1, 0
+// migOffFor turns MIG off on idle MIG GPUs when j's whole-GPU tasks are
+// short of whole GPUs: as many as it is short, on the nodes that then hold
+// the most whole GPUs (a gang stays on few nodes).
+func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where func(*cluster.Node) bool) bool {
+	need := 0
+	var model *engine.Request
+	for _, r := range reqs {
+		if r.Kind == workload.WholeGPUs {
+			need += r.Count
+			model = r
+		}
+	}
+	if need == 0 {
+		return false
+	}
+	type cand struct {
+		node       string
+		free, idle []int
+	}
+	var cands []cand
+	free := 0
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
-		if r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() {
+		if where != nil && !where(n) {
 			continue
 		}
-		free, idle := 0, 0
+		cd := cand{node: n.Name}
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
-			if !r.AllowsModel(g.Model) || g.Cordoned() {
+			if !model.AllowsModel(g.Model) || g.Cordoned() {
 				continue
 			}
 			switch {
 			case !g.MIG && g.Used() == 0:
-				free++
+				cd.free = append(cd.free, k)
 			case g.MIG && g.Idle() && s.cooled(c, n.Name, k):
-				idle++
+				cd.idle = append(cd.idle, k)
 			}
 		}
-		need := r.Count - free
-		if need <= 0 || idle < need {
-			continue
-		}
-		if best < 0 || need < bestConvert {
-			best, bestConvert = i, need
+		free += len(cd.free)
+		if len(cd.idle) > 0 {
+			cands = append(cands, cd)
 		}
 	}
-	if best < 0 {
+	short := need - free
+	if short <= 0 {
 		return false
 	}
-	n := c.st.Node(best)
+	sort.SliceStable(cands, func(a, b int) bool {
+		return len(cands[a].free)+len(cands[a].idle) > len(cands[b].free)+len(cands[b].idle)
+	})
 	done := 0
-	for k := range n.GPUs {
-		g := &n.GPUs[k]
-		if done == bestConvert {
-			break
-		}
-		if g.MIG && g.Idle() && !g.Cordoned() && r.AllowsModel(g.Model) && s.cooled(c, n.Name, k) {
-			if s.apply(c, j, Reconfig{Node: n.Name, GPU: k, MIG: false, For: j.ID()}, false) {
+	for _, cd := range cands {
+		for _, k := range cd.idle {
+			if done == short {
+				return true
+			}
+			if s.apply(c, j, Reconfig{Node: cd.node, GPU: k, MIG: false, For: j.ID()}, false) {
 				done++
 			}
 		}

@@ -60,7 +60,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 // borrowed capacity first, then the lowest class, then the most recent
 // checkpoint (least work lost), then the fewest GPUs. It adds victims in
 // that order until j fits, then gives back any it did not need.
-func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) []*Job {
+func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, map[string]bool) {
 	var cands []*Job
 	for _, v := range c.in.Jobs {
 		if s.eligible(c, j, v) && !preemptedThisCycle(c, v) {
@@ -68,7 +68,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) []*Job {
 		}
 	}
 	if len(cands) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := c.in.Now
 	sort.SliceStable(cands, func(a, b int) bool {
@@ -90,6 +90,20 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) []*Job {
 	if len(cands) > maxVictims {
 		cands = cands[:maxVictims]
 	}
+	// j must fit where it would actually be placed: the same node sets
+	// tryStart uses (outside another gang's reservation), or the victims'
+	// room goes to someone else and j preempts again.
+	allowed := s.candidates(c, j, reqs)
+	var target []cluster.Assignment
+	fitsIn := func(st *cluster.State) bool {
+		for _, a := range allowed {
+			if as, _, err := s.placer.PlaceAll(st, reqs, a); err == nil {
+				target = as
+				return true
+			}
+		}
+		return false
+	}
 	trial := c.st.Clone()
 	var chosen []*Job
 	fits := false
@@ -98,13 +112,13 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) []*Job {
 			continue
 		}
 		chosen = append(chosen, v)
-		if _, _, err := s.placer.PlaceAll(trial, reqs, nil); err == nil {
+		if fitsIn(trial) {
 			fits = true
 			break
 		}
 	}
 	if !fits {
-		return nil
+		return nil, nil
 	}
 	// Give back, newest choice first, every victim j fits without.
 	for k := len(chosen) - 1; k >= 0; k-- {
@@ -112,12 +126,17 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) []*Job {
 		if err := restore(back, chosen[k]); err != nil {
 			continue
 		}
-		if _, _, err := s.placer.PlaceAll(back, reqs, nil); err == nil {
+		if fitsIn(back) {
 			trial = back
 			chosen = append(chosen[:k], chosen[k+1:]...)
 		}
 	}
-	return chosen
+	fitsIn(trial) // the target of the final set of victims
+	nodes := map[string]bool{}
+	for _, a := range target {
+		nodes[a.Node] = true
+	}
+	return chosen, nodes
 }
 
 func release(st *cluster.State, v *Job) error {
@@ -153,8 +172,11 @@ func preemptedThisCycle(c *cycle, v *Job) bool {
 	return false
 }
 
-// preempt records the evictions and the promise to j.
-func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job) {
+// preempt records the evictions and the promise to j: until its victims
+// are gone, the nodes it will use take no one else's new work, or the room
+// the victims leave goes to others and j must preempt again.
+func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job, nodes map[string]bool) {
+	s.promisedNodes[j.ID()] = nodes
 	ids := make([]string, len(victims))
 	for i, v := range victims {
 		ids[i] = v.ID()

@@ -62,9 +62,25 @@ func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
 // first), then anywhere; always outside another gang's reservation unless
 // j ends before that gang can start.
 func (s *Scheduler) candidates(c *cycle, j *Job, reqs []*engine.Request) []func(*cluster.Node) bool {
-	var outside func(*cluster.Node) bool
+	var held []map[string]bool
 	if r := s.reservation; r != nil && r.job != j.ID() && !(j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt) {
-		outside = func(n *cluster.Node) bool { return !r.nodes[n.Name] }
+		held = append(held, r.nodes)
+	}
+	for other, nodes := range s.promisedNodes {
+		if other != j.ID() {
+			held = append(held, nodes)
+		}
+	}
+	var outside func(*cluster.Node) bool
+	if len(held) > 0 {
+		outside = func(n *cluster.Node) bool {
+			for _, h := range held {
+				if h[n.Name] {
+					return false
+				}
+			}
+			return true
+		}
 	}
 	var out []func(*cluster.Node) bool
 	if len(reqs) > 1 {

@@ -1,0 +1,236 @@
+package mixed
+
+import (
+	"fmt"
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/sim"
+	"partita.dev/partita/internal/workload"
+)
+
+// cycle runs the scheduler and carries out its decision.
+func (w *world) cycle() error {
+	in := sched.Input{Now: w.now(), Cluster: w.st, Teams: w.teams}
+	in.Jobs = make([]*sched.Job, 0, len(w.active))
+	for _, j := range w.active {
+		in.Jobs = append(in.Jobs, &j.Job)
+	}
+	d := w.sch.Cycle(in)
+	w.metrics.waiting(w, d)
+	// Starts first: the scheduler cordons a GPU when it changes it, so no
+	// start in this decision lands on a GPU changed after it, but a GPU
+	// changed after a start on it keeps that start's instance.
+	for _, s := range d.Starts {
+		if err := w.start(s); err != nil {
+			return err
+		}
+	}
+	for _, rc := range d.Reconfigs {
+		if err := w.reconfigure(rc); err != nil {
+			return err
+		}
+	}
+	for _, p := range d.Preemptions {
+		w.preempt(p)
+	}
+	return nil
+}
+
+func (w *world) reconfigure(rc sched.Reconfig) error {
+	i, ok := w.st.Lookup(rc.Node)
+	if !ok {
+		return fmt.Errorf("reconfigure: unknown node %s", rc.Node)
+	}
+	g := &w.st.Node(i).GPUs[rc.GPU]
+	var err error
+	switch {
+	case !rc.MIG:
+		err = w.st.SetMIG(rc.Node, rc.GPU, false)
+	case !g.MIG:
+		if err = w.st.SetMIG(rc.Node, rc.GPU, true); err == nil {
+			err = w.st.SetLayout(rc.Node, rc.GPU, rc.Layout)
+		}
+	default:
+		err = w.st.SetLayout(rc.Node, rc.GPU, rc.Layout)
+	}
+	if err != nil {
+		return fmt.Errorf("reconfigure %s/%d: %w", rc.Node, rc.GPU, err)
+	}
+	if err := w.st.Cordon(rc.Node, rc.GPU, true); err != nil {
+		return err
+	}
+	w.metrics.reconfigs++
+	w.tracef("reconfig %s/gpu%d mig=%v layout=%s for %s", rc.Node, rc.GPU, rc.MIG, rc.Layout, rc.For)
+	w.after(w.opt.ReconfigDelay, timer{kind: tReconfig, node: rc.Node, gpu: rc.GPU})
+	return nil
+}
+
+func (w *world) start(s sched.Start) error {
+	j := w.byID[s.Job]
+	if j == nil || j.Phase != sched.Pending {
+		return fmt.Errorf("start %s: not pending", s.Job)
+	}
+	if err := w.st.Allocate(s.Assignment); err != nil {
+		return fmt.Errorf("start %s task %d: %w", s.Job, s.Task, err)
+	}
+	a := s.Assignment
+	j.Placed[s.Task] = &a
+	j.readyAt[s.Task] = w.now()
+	if s.Creates {
+		// The instance must be created first.
+		j.readyAt[s.Task] = w.now() + w.opt.ReconfigDelay
+		w.metrics.reconfigs++
+		w.after(w.opt.ReconfigDelay, timer{kind: tReady, job: j})
+	}
+	w.metrics.placed(w, j, s)
+	w.tracef("start %s task %d (%s/%s) on %s %v creates=%v", s.Job, s.Task, j.Spec.Team, j.Spec.Class, a.Node, grantsString(a), s.Creates)
+	if j.Complete() {
+		j.Phase = sched.Running
+		j.Started = w.now()
+		j.Checkpoint = w.now()
+		j.waits = append(j.waits, w.now()-j.queuedAt)
+		w.maybeRun(j)
+	}
+	return nil
+}
+
+// maybeRun starts the clock of a job whose tasks are all placed and ready.
+func (w *world) maybeRun(j *job) {
+	if j.Phase != sched.Running || j.runSince >= 0 {
+		return
+	}
+	for _, r := range j.readyAt {
+		if r > w.now() {
+			return
+		}
+	}
+	j.runSince = w.now()
+	w.metrics.running(w, j)
+	if !j.started {
+		j.started = true
+		j.firstRun = w.now()
+	}
+	_ = w.q.Push(sim.Event{At: w.now() + j.remaining, Kind: evDeparture, Ref: j.idx*1024 + j.epoch%1024})
+}
+
+// depart ends a job that ran its course (ignoring stale departures).
+func (w *world) depart(ref int) error {
+	j := w.jobs[ref/1024]
+	if j.done || j.runSince < 0 || j.epoch%1024 != ref%1024 || j.Phase == sched.Pending {
+		return nil
+	}
+	w.metrics.progress(w, j)
+	if err := w.releaseAll(j); err != nil {
+		return err
+	}
+	j.done = true
+	j.finish = w.now()
+	w.metrics.finished(w, j)
+	w.removeActive(j)
+	w.wantCycle()
+	return nil
+}
+
+func (w *world) releaseAll(j *job) error {
+	for i, a := range j.Placed {
+		if a == nil {
+			continue
+		}
+		if _, err := w.st.Release(a.Node, a.Task); err != nil {
+			return fmt.Errorf("release %s: %w", a.Task, err)
+		}
+		j.Placed[i] = nil
+	}
+	return nil
+}
+
+func (w *world) removeActive(j *job) {
+	for i, x := range w.active {
+		if x == j {
+			w.active = append(w.active[:i], w.active[i+1:]...)
+			return
+		}
+	}
+}
+
+// preempt starts a victim's grace period: it keeps its resources (and
+// keeps running, to checkpoint and exit) until the grace ends.
+func (w *world) preempt(p sched.Preemption) {
+	j := w.byID[p.Job]
+	if j == nil || j.Phase != sched.Running {
+		return
+	}
+	j.Phase = sched.Terminating
+	w.metrics.preemptions++
+	w.tracef("preempt %s (%s/%s): %s", j.ID(), j.Spec.Team, j.Spec.Class, p.Reason)
+	w.after(p.Grace, timer{kind: tGrace, job: j, epoch: j.epoch})
+}
+
+// graceOver releases a preempted job, charges the lost work, and puts it
+// back in its queue.
+func (w *world) graceOver(j *job, epoch int) error {
+	if j.done || j.epoch != epoch || j.Phase != sched.Terminating {
+		return nil
+	}
+	w.metrics.progress(w, j)
+	if j.runSince >= 0 {
+		ran := w.now() - j.runSince
+		lost := lostWork(j, ran)
+		j.remaining = j.remaining - ran + lost
+		if j.remaining < time.Second {
+			j.remaining = time.Second
+		}
+		w.metrics.lost(w, j, lost)
+	}
+	if err := w.releaseAll(j); err != nil {
+		return err
+	}
+	j.epoch++
+	j.runSince = -1
+	j.Phase = sched.Pending
+	j.queuedAt = w.now()
+	w.wantCycle()
+	return nil
+}
+
+// lostWork is the work a preempted job loses: what it did since its last
+// checkpoint. A production service is stateless (it loses nothing but
+// availability); other work without checkpoints loses the whole run.
+func lostWork(j *job, ran time.Duration) time.Duration {
+	every := j.arrival.CheckpointEvery
+	switch {
+	case every > 0:
+		return ran % every
+	case j.Spec.Class == workload.Production:
+		return 0
+	}
+	return ran
+}
+
+// gpuShare is the share of one GPU a grant holds: a whole or partial GPU
+// by its milli, a MIG instance by the larger of its compute (of 7) and
+// memory (of 8) slices.
+func gpuShare(n *cluster.Node, g cluster.Grant) float64 {
+	if g.Slice == nil {
+		return float64(g.Milli) / 1000
+	}
+	p, err := n.GPUs[g.GPU].Model.Profile(g.Slice.Profile)
+	if err != nil {
+		return 0
+	}
+	return max(float64(p.Compute)/7, float64(p.Memory)/8)
+}
+
+func grantsString(a cluster.Assignment) string {
+	out := ""
+	for _, g := range a.Grants {
+		if g.Slice != nil {
+			out += fmt.Sprintf("gpu%d:%s ", g.GPU, g.Slice)
+		} else {
+			out += fmt.Sprintf("gpu%d:%d ", g.GPU, g.Milli)
+		}
+	}
+	return out
+}

@@ -1,0 +1,385 @@
+package mixed
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/gpu"
+	"partita.dev/partita/internal/workload"
+)
+
+// Result is one scheduler's run. docs/metrics.md defines every field.
+type Result struct {
+	Scenario             string             `json:"scenario"`
+	Scheduler            string             `json:"scheduler"`
+	UsefulUtilization    float64            `json:"useful_utilization"`
+	AllocatedUtilization float64            `json:"allocated_utilization"`
+	OOMEvents            int                `json:"oom_events"`
+	WaitP95              map[string]float64 `json:"wait_p95_s"`
+	JCTP50               float64            `json:"jct_p50_s"`
+	GuaranteeViolation   float64            `json:"guarantee_violation_s"`
+	JainFairness         float64            `json:"jain_fairness"`
+	Preemptions          int                `json:"preemptions"`
+	LostGPUHours         float64            `json:"lost_gpu_hours"`
+	MIGReconfigurations  int                `json:"mig_reconfigurations"`
+	Jobs                 int                `json:"jobs"`
+	Completed            int                `json:"completed"`
+	GPUs                 int                `json:"gpus"`
+	Timeline             []Sample           `json:"-"`
+	Entitlement          map[string]float64 `json:"-"` // GPUs per team
+}
+
+// Sample is the state at one instant, for the charts.
+type Sample struct {
+	T               time.Duration
+	Useful, Alloc   float64            // GPUs
+	Teams           map[string]float64 // GPUs held per team
+	AllBacklogged   bool
+	TeamsNormalised map[string]float64
+}
+
+type metrics struct {
+	gpus        float64
+	last        time.Duration
+	usefulNow   float64 // GPUs that running work needs now
+	allocNow    float64 // GPUs held now
+	usefulInt   float64 // GPU-seconds
+	allocInt    float64
+	oom         int
+	preemptions int
+	reconfigs   int
+	lostGPUSec  float64
+	entitle     map[string]float64 // GPU milli
+	violating   map[string]bool
+	lastCheck   time.Duration
+	violationS  float64
+	jain        []float64
+	timeline    []Sample
+}
+
+func newMetrics(w *world) *metrics {
+	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}}
+	for i := 0; i < w.st.Len(); i++ {
+		m.gpus += float64(len(w.st.Node(i).GPUs))
+	}
+	// Entitlement: the guarantee plus a weight-share of what guarantees
+	// leave over.
+	var guaranteed, weights float64
+	for _, t := range w.teams {
+		guaranteed += float64(t.Guarantee)
+		weights += max(t.Weight, 0)
+	}
+	rest := max(m.gpus*1000-guaranteed, 0)
+	for _, t := range w.teams {
+		e := float64(t.Guarantee)
+		if weights > 0 {
+			e += rest * max(t.Weight, 0) / weights
+		}
+		m.entitle[t.Name] = e
+	}
+	return m
+}
+
+// advance integrates the current rates up to now; every change calls it
+// first.
+func (m *metrics) advance(now time.Duration) {
+	if now <= m.last {
+		return
+	}
+	dt := (now - m.last).Seconds()
+	m.usefulInt += m.usefulNow * dt
+	m.allocInt += m.allocNow * dt
+	m.last = now
+}
+
+func (m *metrics) arrived(j *job) {}
+
+// placed counts a task's held GPU and checks its memory.
+func (m *metrics) placed(w *world, j *job, s sched.Start) {
+	m.advance(w.now())
+	n := w.st.NodeByName(s.Assignment.Node)
+	for _, g := range s.Assignment.Grants {
+		m.allocNow += gpuShare(n, g)
+	}
+	if oom(n, s.Assignment, j.Spec.Tasks[s.Task]) {
+		m.oom++
+	}
+}
+
+// oom reports whether a task got less GPU memory than its peak.
+func oom(n *cluster.Node, a cluster.Assignment, t workload.Task) bool {
+	if t.GPU.Kind != workload.MemoryProfile || len(a.Grants) == 0 {
+		return false
+	}
+	var got int64
+	for _, g := range a.Grants {
+		model := n.GPUs[g.GPU].Model
+		if g.Slice != nil {
+			if p, err := model.Profile(g.Slice.Profile); err == nil {
+				got += p.MemoryMiB
+			}
+			continue
+		}
+		got += model.MemoryMiB * int64(g.Milli) / 1000
+	}
+	return got < t.GPU.PeakMemoryMiB
+}
+
+// need is the GPU a task needs: whole GPUs count whole; a share its share;
+// a MIG or memory profile the share of the smallest MIG profile that holds
+// it (the larger of its compute and memory slices), on the model it runs on.
+func need(n *cluster.Node, a cluster.Assignment, t workload.Task) float64 {
+	switch t.GPU.Kind {
+	case workload.WholeGPUs:
+		return float64(t.GPU.Count)
+	case workload.Fraction:
+		return float64(t.GPU.Milli) / 1000
+	case workload.NoGPU:
+		return 0
+	}
+	var model *gpu.Model
+	if len(a.Grants) > 0 {
+		model = n.GPUs[a.Grants[0].GPU].Model
+	} else if model = n.Model(); model == nil {
+		return 0
+	}
+	var p *gpu.Profile
+	var err error
+	if t.GPU.Kind == workload.MIGProfile {
+		p, err = model.Profile(t.GPU.Profile)
+	} else if model.MIG {
+		p, err = model.ProfileFor(t.GPU.PeakMemoryMiB, t.GPU.Compute, gpu.DefaultHeadroom)
+	}
+	if err == nil && p != nil {
+		return max(float64(p.Compute)/7, float64(p.Memory)/8)
+	}
+	if model.MemoryMiB > 0 {
+		return min(1, max(t.GPU.Compute, float64(t.GPU.PeakMemoryMiB)/float64(model.MemoryMiB)))
+	}
+	return t.GPU.Compute
+}
+
+// jobNeed is what a complete job's tasks need.
+func jobNeed(w *world, j *job) float64 {
+	total := 0.0
+	for i, a := range j.Placed {
+		if a == nil {
+			continue
+		}
+		total += need(w.st.NodeByName(a.Node), *a, j.Spec.Tasks[i])
+	}
+	return total
+}
+
+func jobHeld(w *world, j *job) float64 {
+	total := 0.0
+	for _, a := range j.Placed {
+		if a == nil {
+			continue
+		}
+		n := w.st.NodeByName(a.Node)
+		for _, g := range a.Grants {
+			total += gpuShare(n, g)
+		}
+	}
+	return total
+}
+
+// progress is called before a running job stops (departure or end of
+// grace): its useful GPU stops counting, its held GPU is released.
+func (m *metrics) progress(w *world, j *job) {
+	m.advance(w.now())
+	if j.runSince >= 0 {
+		m.usefulNow -= jobNeed(w, j)
+	}
+	m.allocNow -= jobHeld(w, j)
+}
+
+func (m *metrics) running(w *world, j *job) {
+	m.advance(w.now())
+	m.usefulNow += jobNeed(w, j)
+}
+
+func (m *metrics) finished(w *world, j *job) {}
+
+func (m *metrics) lost(w *world, j *job, lost time.Duration) {
+	m.lostGPUSec += lost.Seconds() * jobHeld(w, j)
+}
+
+// waiting runs after each cycle: it charges guarantee violations for the
+// time since the last cycle, then looks again. A team is in violation
+// while it holds less than its guarantee and has a job that fits in what
+// it is still owed, waiting longer than 60 s plus the grace period.
+func (m *metrics) waiting(w *world, d sched.Decision) {
+	now := w.now()
+	dt := (now - m.lastCheck).Seconds()
+	for team, v := range m.violating {
+		if v {
+			m.violationS += dt
+		}
+		m.violating[team] = false
+	}
+	m.lastCheck = now
+	usage := teamUsage(w)
+	limit := time.Minute + w.sch.Config().Grace
+	for _, j := range w.active {
+		if j.Phase != sched.Pending || now-j.queuedAt <= limit {
+			continue
+		}
+		t := teamOf(w, j.Spec.Team)
+		if t == nil {
+			continue
+		}
+		if usage[t.Name]+float64(j.Spec.GPUMilli()) <= float64(t.Guarantee) {
+			m.violating[t.Name] = true
+		}
+	}
+}
+
+func teamOf(w *world, name string) *sched.Team {
+	for i := range w.teams {
+		if w.teams[i].Name == name {
+			return &w.teams[i]
+		}
+	}
+	return nil
+}
+
+// teamUsage is the GPU milli each team holds.
+func teamUsage(w *world) map[string]float64 {
+	u := map[string]float64{}
+	for _, j := range w.active {
+		u[j.Spec.Team] += jobHeld(w, j) * 1000
+	}
+	return u
+}
+
+// sample records the timeline and, while every team has work waiting,
+// Jain's fairness of the teams' entitlement-normalised shares.
+func (m *metrics) sample(w *world) {
+	m.advance(w.now())
+	usage := teamUsage(w)
+	backlogged := map[string]bool{}
+	for _, j := range w.active {
+		if j.Phase == sched.Pending {
+			backlogged[j.Spec.Team] = true
+		}
+	}
+	s := Sample{T: w.now(), Useful: m.usefulNow, Alloc: m.allocNow, Teams: map[string]float64{}, TeamsNormalised: map[string]float64{}}
+	all := len(w.teams) > 0
+	var sum, sq float64
+	for _, t := range w.teams {
+		s.Teams[t.Name] = usage[t.Name] / 1000
+		x := 0.0
+		if e := m.entitle[t.Name]; e > 0 {
+			x = usage[t.Name] / e
+		}
+		s.TeamsNormalised[t.Name] = x
+		sum += x
+		sq += x * x
+		if !backlogged[t.Name] {
+			all = false
+		}
+	}
+	s.AllBacklogged = all
+	if w.opt.Trace != nil {
+		var migBusy, migIdle, wholeBusy, wholeIdle, cordoned int
+		for i := 0; i < w.st.Len(); i++ {
+			n := w.st.Node(i)
+			for k := range n.GPUs {
+				g := &n.GPUs[k]
+				switch {
+				case g.Cordoned():
+					cordoned++
+				case g.MIG && g.Idle():
+					migIdle++
+				case g.MIG:
+					migBusy++
+				case g.Idle():
+					wholeIdle++
+				default:
+					wholeBusy++
+				}
+			}
+		}
+		pending := 0
+		for _, j := range w.active {
+			if j.Phase == sched.Pending {
+				pending++
+			}
+		}
+		w.tracef("sample useful=%.1f alloc=%.1f gpus: mig-busy=%d mig-idle=%d whole-busy=%d whole-idle=%d cordoned=%d pending=%d",
+			m.usefulNow, m.allocNow, migBusy, migIdle, wholeBusy, wholeIdle, cordoned, pending)
+	}
+	if all && sq > 0 {
+		m.jain = append(m.jain, sum*sum/(float64(len(w.teams))*sq))
+	}
+	m.timeline = append(m.timeline, s)
+}
+
+func (m *metrics) finish(w *world, end time.Duration) {
+	m.advance(end)
+	m.waiting(w, sched.Decision{})
+}
+
+func (m *metrics) result(w *world) *Result {
+	horizon := w.sc.Duration.Seconds()
+	r := &Result{
+		Scenario: w.sc.Name, Scheduler: w.opt.Scheduler, OOMEvents: m.oom, Preemptions: m.preemptions,
+		MIGReconfigurations: m.reconfigs, GuaranteeViolation: m.violationS, LostGPUHours: m.lostGPUSec / 3600,
+		Jobs: len(w.jobs), GPUs: int(m.gpus), Timeline: m.timeline, WaitP95: map[string]float64{},
+		Entitlement: map[string]float64{},
+	}
+	if horizon > 0 && m.gpus > 0 {
+		r.UsefulUtilization = m.usefulInt / horizon / m.gpus
+		r.AllocatedUtilization = m.allocInt / horizon / m.gpus
+	}
+	for t, e := range m.entitle {
+		r.Entitlement[t] = e / 1000
+	}
+	waits := map[workload.Class][]float64{}
+	var jct []float64
+	for _, j := range w.jobs {
+		if j.Submitted > w.sc.Duration {
+			continue
+		}
+		for _, d := range j.waits {
+			waits[j.Spec.Class] = append(waits[j.Spec.Class], d.Seconds())
+		}
+		if !j.done && j.Phase == sched.Pending {
+			// Still waiting at the end: count the wait so far, or a
+			// scheduler that never serves a class would look fast.
+			waits[j.Spec.Class] = append(waits[j.Spec.Class], (w.sc.Duration - j.queuedAt).Seconds())
+		}
+		if j.done {
+			r.Completed++
+			jct = append(jct, (j.finish - j.Submitted).Seconds())
+		}
+	}
+	for c, ws := range waits {
+		r.WaitP95[c.String()] = percentile(ws, 95)
+	}
+	r.JCTP50 = percentile(jct, 50)
+	if len(m.jain) > 0 {
+		sum := 0.0
+		for _, v := range m.jain {
+			sum += v
+		}
+		r.JainFairness = sum / float64(len(m.jain))
+	}
+	return r
+}
+
+// percentile is the nearest-rank percentile (0 for no values).
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(k, len(s)-1))]
+}

@@ -1,0 +1,142 @@
+package mixed
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"partita.dev/partita/internal/svgchart"
+)
+
+// WriteReport writes report.md, utilization.svg (useful and allocated GPU
+// over time, per scheduler) and teams-<scheduler>.svg (each team's GPUs
+// against its entitlement) into dir.
+func WriteReport(dir, command string, results []*Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeTo(filepath.Join(dir, "report.md"), func(w io.Writer) error { return writeMarkdown(w, command, results) }); err != nil {
+		return err
+	}
+	if err := writeTo(filepath.Join(dir, "utilization.svg"), func(w io.Writer) error { return utilizationChart(results).Write(w) }); err != nil {
+		return err
+	}
+	for _, r := range results {
+		r := r
+		if err := writeTo(filepath.Join(dir, "teams-"+r.Scheduler+".svg"), func(w io.Writer) error { return teamsChart(r).Write(w) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeTo(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func writeMarkdown(w io.Writer, command string, results []*Result) error {
+	if len(results) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "# Mixed workload: %s\n\n", results[0].Scenario)
+	fmt.Fprintf(w, "Regenerate with `%s`. docs/metrics.md defines every column.\n\n", command)
+	fmt.Fprintln(w, "| scheduler | useful util. | allocated util. | OOM | wait p95 production | wait p95 batch | wait p95 best-effort | JCT p50 | guarantee violation | Jain | preemptions | lost GPU-h | MIG changes | jobs done |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range results {
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %d | %s | %s | %s | %s | %.0f s | %.3f | %d | %.1f | %d | %d / %d |\n",
+			r.Scheduler, r.UsefulUtilization, r.AllocatedUtilization, r.OOMEvents,
+			dur(r.WaitP95["production"]), dur(r.WaitP95["batch"]), dur(r.WaitP95["best-effort"]),
+			dur(r.JCTP50), r.GuaranteeViolation, r.JainFairness, r.Preemptions, r.LostGPUHours,
+			r.MIGReconfigurations, r.Completed, r.Jobs)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "![utilization](utilization.svg)")
+	for _, r := range results {
+		fmt.Fprintf(w, "\n![teams under %s](teams-%s.svg)\n", r.Scheduler, r.Scheduler)
+	}
+	return nil
+}
+
+// dur prints seconds readably.
+func dur(s float64) string {
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%.1f h", s/3600)
+	case s >= 60:
+		return fmt.Sprintf("%.1f min", s/60)
+	}
+	return fmt.Sprintf("%.0f s", s)
+}
+
+func utilizationChart(results []*Result) svgchart.Chart {
+	c := svgchart.Chart{Title: "GPU utilization over time", XLabel: "simulated time (h)", YLabel: "share of all GPUs", YMin: 0, YMax: 1}
+	for _, r := range results {
+		useful := svgchart.Series{Name: r.Scheduler + " useful"}
+		alloc := svgchart.Series{Name: r.Scheduler + " allocated", Dashed: true}
+		for _, s := range smooth(r.Timeline, 12) {
+			x := s.T.Hours()
+			useful.Points = append(useful.Points, svgchart.Point{X: x, Y: s.Useful / float64(r.GPUs)})
+			alloc.Points = append(alloc.Points, svgchart.Point{X: x, Y: s.Alloc / float64(r.GPUs)})
+			c.XMax = max(c.XMax, x)
+		}
+		c.Series = append(c.Series, useful, alloc)
+	}
+	return c
+}
+
+func teamsChart(r *Result) svgchart.Chart {
+	c := svgchart.Chart{Title: "GPUs held per team — " + r.Scheduler + " (dashed: entitlement)", XLabel: "simulated time (h)", YLabel: "GPUs", YMin: 0, YMax: float64(r.GPUs)}
+	teams := make([]string, 0, len(r.Entitlement))
+	for t := range r.Entitlement {
+		teams = append(teams, t)
+	}
+	sort.Strings(teams)
+	end := 0.0
+	if n := len(r.Timeline); n > 0 {
+		end = r.Timeline[n-1].T.Hours()
+	}
+	c.XMax = end
+	for _, t := range teams {
+		s := svgchart.Series{Name: t}
+		for _, p := range smooth(r.Timeline, 12) {
+			s.Points = append(s.Points, svgchart.Point{X: p.T.Hours(), Y: p.Teams[t]})
+		}
+		c.Series = append(c.Series, s)
+	}
+	for _, t := range teams {
+		c.Series = append(c.Series, svgchart.Series{
+			Name: strings.TrimSpace(t + " entitled"), Dashed: true,
+			Points: []svgchart.Point{{X: 0, Y: r.Entitlement[t]}, {X: end, Y: r.Entitlement[t]}},
+		})
+	}
+	return c
+}
+
+// smooth averages samples in windows of k, so a week fits a chart.
+func smooth(ss []Sample, k int) []Sample {
+	var out []Sample
+	for i := 0; i < len(ss); i += k {
+		end := min(i+k, len(ss))
+		s := Sample{T: ss[i].T, Teams: map[string]float64{}}
+		for _, x := range ss[i:end] {
+			s.Useful += x.Useful / float64(end-i)
+			s.Alloc += x.Alloc / float64(end-i)
+			for t, v := range x.Teams {
+				s.Teams[t] += v / float64(end-i)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}

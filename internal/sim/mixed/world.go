@@ -1,0 +1,292 @@
+// Package mixed is the mixed-workload world: a scenario's inference
+// services and training gangs arrive over a simulated week and the engine's
+// scheduling cycle (engine/sched) decides, as it would in the standalone
+// server or on Kubernetes. The world carries decisions out with the delays
+// a real cluster has: a MIG change takes ReconfigDelay, a preempted job
+// keeps its resources for its grace period, a new MIG instance must be
+// created before its task starts. docs/metrics.md defines what it
+// measures.
+package mixed
+
+import (
+	"fmt"
+	"io"
+	"math/rand"
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/scenario"
+	"partita.dev/partita/internal/sim"
+)
+
+// Options of a run.
+type Options struct {
+	Scheduler     string        // naive, gang-drf or partita
+	Seed          int64         // job stream and scheduler randomness
+	ReconfigDelay time.Duration // how long a MIG change takes (default 30 s)
+	// CycleEvery is the longest the scheduler waits between cycles when
+	// nothing happens (time-based rules: reservations, cooldowns).
+	CycleEvery time.Duration // default 60 s
+	// SampleEvery is the utilization sampling period (default 5 min).
+	SampleEvery time.Duration
+	// Trace, when set, receives one line per decision carried out.
+	Trace io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.ReconfigDelay == 0 {
+		o.ReconfigDelay = 30 * time.Second
+	}
+	if o.CycleEvery == 0 {
+		o.CycleEvery = time.Minute
+	}
+	if o.SampleEvery == 0 {
+		o.SampleEvery = 5 * time.Minute
+	}
+}
+
+// job is the world's record of one job.
+type job struct {
+	sched.Job
+	idx       int // position in world.jobs
+	arrival   scenario.Arrival
+	remaining time.Duration // run time left, lost work included
+	// readyAt[i] is when task i can run: its start time, or later when a
+	// MIG instance had to be created for it.
+	readyAt  []time.Duration
+	runSince time.Duration // when the job last became complete and ready; -1 when not running
+	epoch    int           // bumps on every stop, so stale departures are ignored
+	queuedAt time.Duration // when it last entered the queue
+	started  bool          // has ever run
+	done     bool
+	finish   time.Duration
+	firstRun time.Duration
+	waits    []time.Duration
+}
+
+// Event kinds beyond sim's.
+const (
+	evArrival   = sim.Arrival
+	evDeparture = sim.Departure
+	evTimer     = sim.Timer
+)
+
+// timer refs (Ref of a Timer event); job- and GPU-related timers are
+// encoded above these.
+const (
+	refCycle = iota // a cycle now
+	refTick         // the periodic look
+	refSample
+	refFirstDynamic
+)
+
+type world struct {
+	opt    Options
+	sc     *scenario.Scenario
+	st     *cluster.State
+	sch    *sched.Scheduler
+	teams  []sched.Team
+	q      sim.Queue
+	jobs   []*job
+	byID   map[string]*job
+	active []*job // arrived, not done
+
+	timers   []timer // dynamic timers, indexed by Ref - refFirstDynamic
+	cycleDue bool    // a cycle is already queued for now
+	tickDue  bool    // a periodic tick is queued
+	metrics  *metrics
+}
+
+type timer struct {
+	kind  int // tGrace, tReconfig, tReady
+	job   *job
+	epoch int
+	node  string
+	gpu   int
+}
+
+const (
+	tGrace = iota
+	tReconfig
+	tReady
+)
+
+// Run simulates the scenario with one scheduler.
+func Run(sc *scenario.Scenario, opt Options) (*Result, error) {
+	opt.defaults()
+	w, err := newWorld(sc, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.loop(); err != nil {
+		return nil, err
+	}
+	return w.metrics.result(w), nil
+}
+
+func newWorld(sc *scenario.Scenario, opt Options) (*world, error) {
+	nodes, err := sc.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	arrivals, err := sc.Jobs(opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	st, err := cluster.New(nodes)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := schedulerConfig(opt.Scheduler, st, arrivals)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.MIG {
+		// Schedulers without MIG awareness run every GPU whole.
+		if err := migOffEverywhere(st); err != nil {
+			return nil, err
+		}
+	}
+	w := &world{opt: opt, sc: sc, st: st, byID: map[string]*job{}}
+	w.sch = sched.New(cfg, rand.New(rand.NewSource(opt.Seed)))
+	for _, t := range sc.Teams {
+		w.teams = append(w.teams, sched.Team{
+			Name: t.Name, Guarantee: int64(t.GuaranteedGPUs) * 1000, Burst: int64(t.BurstGPUs) * 1000, Weight: t.Weight,
+		})
+	}
+	w.metrics = newMetrics(w)
+	for i, a := range arrivals {
+		j := &job{idx: i, arrival: a, remaining: a.Duration, runSince: -1}
+		j.Spec = a.Job
+		j.Submitted = a.At
+		j.Estimate = a.Duration
+		j.Placed = make([]*cluster.Assignment, len(a.Job.Tasks))
+		j.readyAt = make([]time.Duration, len(a.Job.Tasks))
+		w.jobs = append(w.jobs, j)
+		w.byID[a.Job.ID] = j
+		if err := w.q.Push(sim.Event{At: a.At, Kind: evArrival, Ref: i}); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.q.Push(sim.Event{At: 0, Kind: evTimer, Ref: refSample}); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func migOffEverywhere(st *cluster.State) error {
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		for k := range n.GPUs {
+			if n.GPUs[k].MIG {
+				if err := st.SetMIG(n.Name, k, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// loop runs events until the horizon.
+func (w *world) loop() error {
+	for {
+		ev, ok := w.q.Pop()
+		if !ok || ev.At > w.sc.Duration {
+			break
+		}
+		if err := w.handle(ev); err != nil {
+			return fmt.Errorf("at %v: %w", ev.At, err)
+		}
+	}
+	w.metrics.finish(w, w.sc.Duration)
+	return nil
+}
+
+func (w *world) now() time.Duration { return w.q.Now() }
+
+func (w *world) handle(ev sim.Event) error {
+	switch ev.Kind {
+	case evArrival:
+		j := w.jobs[ev.Ref]
+		j.Phase = sched.Pending
+		j.queuedAt = w.now()
+		w.active = append(w.active, j)
+		w.metrics.arrived(j)
+		w.wantCycle()
+	case evDeparture:
+		return w.depart(ev.Ref)
+	case evTimer:
+		return w.timer(ev.Ref)
+	}
+	return nil
+}
+
+// wantCycle queues a scheduling cycle now, once.
+func (w *world) wantCycle() {
+	if w.cycleDue {
+		return
+	}
+	w.cycleDue = true
+	_ = w.q.Push(sim.Event{At: w.now(), Kind: evTimer, Ref: refCycle})
+}
+
+func (w *world) timer(ref int) error {
+	switch ref {
+	case refCycle:
+		w.cycleDue = false
+		if err := w.cycle(); err != nil {
+			return err
+		}
+		// Time-based rules (reservations, cooldowns) need a look now and
+		// then even when nothing happens.
+		if w.anyPending() && !w.tickDue {
+			w.tickDue = true
+			_ = w.q.Push(sim.Event{At: w.now() + w.opt.CycleEvery, Kind: evTimer, Ref: refTick})
+		}
+		return nil
+	case refTick:
+		w.tickDue = false
+		if w.anyPending() {
+			w.wantCycle()
+		}
+		return nil
+	case refSample:
+		w.metrics.sample(w)
+		return w.q.Push(sim.Event{At: w.now() + w.opt.SampleEvery, Kind: evTimer, Ref: refSample})
+	}
+	t := w.timers[ref-refFirstDynamic]
+	switch t.kind {
+	case tGrace:
+		return w.graceOver(t.job, t.epoch)
+	case tReconfig:
+		if err := w.st.Cordon(t.node, t.gpu, false); err != nil {
+			return err
+		}
+		w.wantCycle()
+	case tReady:
+		w.maybeRun(t.job)
+	}
+	return nil
+}
+
+func (w *world) after(d time.Duration, t timer) {
+	w.timers = append(w.timers, t)
+	_ = w.q.Push(sim.Event{At: w.now() + d, Kind: evTimer, Ref: refFirstDynamic + len(w.timers) - 1})
+}
+
+func (w *world) anyPending() bool {
+	for _, j := range w.active {
+		if j.Phase == sched.Pending {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *world) tracef(format string, args ...any) {
+	if w.opt.Trace != nil {
+		fmt.Fprintf(w.opt.Trace, "%10.0fs  "+format+"\n", append([]any{w.now().Seconds()}, args...)...)
+	}
+}
