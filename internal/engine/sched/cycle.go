@@ -171,7 +171,21 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		}
 		return why
 	}
-	if s.tryStart(c, j, reqs) {
+	idx := pendingTasks(j)
+	if !j.Spec.IsGang() && len(reqs) > 1 {
+		// Replicas that need not start together: start each that fits.
+		var leftIdx []int
+		var left []*engine.Request
+		for k, r := range reqs {
+			if !s.tryStart(c, j, idx[k:k+1], reqs[k:k+1]) {
+				leftIdx, left = append(leftIdx, idx[k]), append(left, r)
+			}
+		}
+		if len(left) == 0 {
+			return ""
+		}
+		idx, reqs = leftIdx, left
+	} else if s.tryStart(c, j, idx, reqs) {
 		return ""
 	}
 	why := s.afterMiss(c, j, reqs)
@@ -197,14 +211,27 @@ func (s *Scheduler) requests(j *Job) ([]*engine.Request, error) {
 	return reqs, nil
 }
 
-// tryStart places every pending task of j on the plan, or none.
-func (s *Scheduler) tryStart(c *cycle, j *Job, reqs []*engine.Request) bool {
+// pendingTasks lists the indexes of j's tasks not started yet, in the
+// order requests returns their requests.
+func pendingTasks(j *Job) []int {
+	var idx []int
+	for i := range j.Spec.Tasks {
+		if i >= len(j.Placed) || j.Placed[i] == nil {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// tryStart places tasks idx of j (their requests reqs) on the plan, all of
+// them or none.
+func (s *Scheduler) tryStart(c *cycle, j *Job, idx []int, reqs []*engine.Request) bool {
 	for _, allowed := range s.candidates(c, j, reqs) {
 		as, trial, err := s.placer.PlaceAll(c.st, reqs, allowed)
 		if err != nil {
 			continue
 		}
-		s.commit(c, j, as, trial)
+		s.commit(c, j, idx, as, trial)
 		return true
 	}
 	return false
@@ -212,16 +239,11 @@ func (s *Scheduler) tryStart(c *cycle, j *Job, reqs []*engine.Request) bool {
 
 // commit adopts a placement: the trial state becomes the plan and the
 // tasks become Starts.
-func (s *Scheduler) commit(c *cycle, j *Job, as []cluster.Assignment, trial *cluster.State) {
+func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment, trial *cluster.State) {
 	before := c.st
 	c.st = trial
-	k := 0
-	for i := range j.Spec.Tasks {
-		if i < len(j.Placed) && j.Placed[i] != nil {
-			continue
-		}
+	for k, i := range idx {
 		a := as[k]
-		k++
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a, Creates: createsInstance(before, a)})
 		if n := trial.NodeByName(a.Node); n != nil {
 			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))
@@ -310,7 +332,7 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {
 		s.reserve(c, j, reqs)
 	}
-	if s.reservation != nil && s.reservation.job != j.ID() {
+	if s.reservation != nil && s.reservation.job != j.ID() && s.outranks(c, s.reservation.job, j) {
 		return WaitReserved
 	}
 	if len(reqs) > 1 {

@@ -30,8 +30,10 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 // eligible says whether running job v may be evicted for pending job j:
 //   - a lower class of the same team;
 //   - a lower class of a team that is borrowing;
-//   - when j's team is within its guarantee: any job of no higher class of
-//     a team that is borrowing (reclaim).
+//   - when j's team is within its guarantee: any job of a team that is
+//     borrowing (reclaim). Borrowed capacity is reclaimable whatever its
+//     class: production within its team's guarantee always runs, but
+//     production beyond it runs on someone else's guarantee.
 //
 // A team is never taken below its own guarantee for another team, except
 // by production work evicting a lower class.
@@ -53,7 +55,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if lower && (keepsGuarantee || j.Spec.Class == workload.Production) {
 		return true
 	}
-	return withinGuarantee(c, j) && v.Spec.Class <= j.Spec.Class && keepsGuarantee
+	return withinGuarantee(c, j) && keepsGuarantee
 }
 
 // victims finds the running jobs to evict so that j fits, losing the least:
@@ -87,6 +89,10 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		}
 		return x.ID() < y.ID()
 	})
+	if len(reqs) == 1 {
+		// One task fits on one node: free the node that costs least.
+		return s.victimsOnOneNode(c, j, reqs, cands)
+	}
 	if len(cands) > maxVictims {
 		cands = cands[:maxVictims]
 	}
@@ -96,6 +102,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	allowed := s.candidates(c, j, reqs)
 	var target []cluster.Assignment
 	fitsIn := func(st *cluster.State) bool {
+		st = s.convertible(st, reqs)
 		for _, a := range allowed {
 			if as, _, err := s.placer.PlaceAll(st, reqs, a); err == nil {
 				target = as
@@ -187,4 +194,84 @@ func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job, nodes map[string]b
 		c.d.Preemptions = append(c.d.Preemptions, Preemption{Job: v.ID(), For: j.ID(), Reason: reason, Grace: s.cfg.Grace})
 	}
 	s.promised[j.ID()] = ids
+}
+
+// convertible returns st, or for MIG requests under dynamic MIG a copy in
+// which every idle whole GPU of a MIG-capable model has MIG on: a victim's
+// GPU, once free, can be split for a MIG task (repartition does it when
+// the victims are gone).
+func (s *Scheduler) convertible(st *cluster.State, reqs []*engine.Request) *cluster.State {
+	if !s.cfg.MIG {
+		return st
+	}
+	mig := false
+	for _, r := range reqs {
+		mig = mig || r.Kind == workload.MIGProfile || r.Kind == workload.MemoryProfile
+	}
+	if !mig {
+		return st
+	}
+	out := st.Clone()
+	for i := 0; i < out.Len(); i++ {
+		n := out.Node(i)
+		for k := range n.GPUs {
+			g := &n.GPUs[k]
+			if !g.MIG && g.Model.MIG && g.Idle() && !g.Cordoned() {
+				_ = out.SetMIG(n.Name, k, true)
+			}
+		}
+	}
+	return out
+}
+
+// victimsOnOneNode finds, for a single task, the node where evicting the
+// fewest candidates (in their order of preference) makes it fit, and
+// returns those victims and the node.
+func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, cands []*Job) ([]*Job, map[string]bool) {
+	allowed := s.candidates(c, j, reqs)
+	where := allowed[len(allowed)-1]
+	onNode := map[string][]*Job{}
+	var nodes []string
+	for _, v := range cands {
+		seen := map[string]bool{}
+		for _, a := range v.Placed {
+			if a != nil && !seen[a.Node] {
+				seen[a.Node] = true
+				if len(onNode[a.Node]) == 0 {
+					nodes = append(nodes, a.Node)
+				}
+				onNode[a.Node] = append(onNode[a.Node], v)
+			}
+		}
+	}
+	var best []*Job
+	bestNode := ""
+	for _, node := range nodes {
+		n := c.st.NodeByName(node)
+		if n == nil || where != nil && !where(n) {
+			continue
+		}
+		only := func(x *cluster.Node) bool { return x.Name == node }
+		trial := c.st.Clone()
+		var chosen []*Job
+		for _, v := range onNode[node] {
+			if best != nil && len(chosen) >= len(best) {
+				break
+			}
+			if err := release(trial, v); err != nil {
+				continue
+			}
+			chosen = append(chosen, v)
+			if _, _, err := s.placer.PlaceAll(s.convertible(trial, reqs), reqs, only); err == nil {
+				if best == nil || len(chosen) < len(best) {
+					best, bestNode = append([]*Job(nil), chosen...), node
+				}
+				break
+			}
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return best, map[string]bool{bestNode: true}
 }

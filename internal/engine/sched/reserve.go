@@ -62,12 +62,15 @@ func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
 // first), then anywhere; always outside another gang's reservation unless
 // j ends before that gang can start.
 func (s *Scheduler) candidates(c *cycle, j *Job, reqs []*engine.Request) []func(*cluster.Node) bool {
+	// Nodes held for another job (a gang's reservation, a preemptor's
+	// promise) are closed to jobs of its class or lower; a higher class
+	// goes first anyway.
 	var held []map[string]bool
-	if r := s.reservation; r != nil && r.job != j.ID() && !(j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt) {
+	if r := s.reservation; r != nil && r.job != j.ID() && s.outranks(c, r.job, j) && !(j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt) {
 		held = append(held, r.nodes)
 	}
 	for other, nodes := range s.promisedNodes {
-		if other != j.ID() {
+		if other != j.ID() && s.outranks(c, other, j) {
 			held = append(held, nodes)
 		}
 	}
@@ -168,4 +171,18 @@ func (s *Scheduler) reserve(c *cycle, j *Job, reqs []*engine.Request) {
 	}
 	s.reservation = &reservation{job: j.ID(), nodes: nodes}
 	s.reservation.readyAt = s.readyAt(c, nodes)
+}
+
+// outranks reports whether what is held for the job with ID holder is
+// closed to j: the holder is of j's class or higher, and j is not a team's
+// claim on its guarantee against a holder that would be borrowing.
+func (s *Scheduler) outranks(c *cycle, holder string, j *Job) bool {
+	h, ok := c.byID[holder]
+	if !ok {
+		return true
+	}
+	if s.cfg.Borrow && withinGuarantee(c, j) && !withinGuarantee(c, h) {
+		return false
+	}
+	return !s.cfg.ClassOrder || h.Spec.Class >= j.Spec.Class
 }

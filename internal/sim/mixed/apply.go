@@ -18,7 +18,16 @@ func (w *world) cycle() error {
 		in.Jobs = append(in.Jobs, &j.Job)
 	}
 	d := w.sch.Cycle(in)
-	w.metrics.waiting(w, d)
+	defer w.metrics.waiting(w, d) // after the starts: a job started now is not waiting
+	if w.opt.Trace != nil {
+		for id, wt := range d.Waiting {
+			j := w.byID[id]
+			if j.Spec.Class == workload.Production && w.now()-j.queuedAt > time.Minute && j.lastReason != wt.Reason {
+				j.lastReason = wt.Reason
+				w.tracef("wait %s (%s) %.0fs: %s", id, j.Spec.Team, (w.now() - j.queuedAt).Seconds(), wt.Reason)
+			}
+		}
+	}
 	// Starts first: the scheduler cordons a GPU when it changes it, so no
 	// start in this decision lands on a GPU changed after it, but a GPU
 	// changed after a start on it keeps that start's instance.

@@ -216,10 +216,12 @@ func (m *metrics) lost(w *world, j *job, lost time.Duration) {
 func (m *metrics) waiting(w *world, d sched.Decision) {
 	now := w.now()
 	dt := (now - m.lastCheck).Seconds()
+	was := map[string]bool{}
 	for team, v := range m.violating {
 		if v {
 			m.violationS += dt
 		}
+		was[team] = v
 		m.violating[team] = false
 	}
 	m.lastCheck = now
@@ -234,6 +236,9 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 			continue
 		}
 		if usage[t.Name]+float64(j.Spec.GPUMilli()) <= float64(t.Guarantee) {
+			if !m.violating[t.Name] && !was[t.Name] {
+				w.tracef("violation %s: %s (%s, %d milli) waits %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.Spec.GPUMilli(), (now - j.queuedAt).Seconds(), usage[t.Name], t.Guarantee, d.Waiting[j.ID()].Reason)
+			}
 			m.violating[t.Name] = true
 		}
 	}

@@ -63,6 +63,8 @@ type job struct {
 	finish   time.Duration
 	firstRun time.Duration
 	waits    []time.Duration
+	// lastReason is the last wait reason traced.
+	lastReason string
 }
 
 // Event kinds beyond sim's.
