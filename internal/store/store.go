@@ -1,0 +1,164 @@
+// Package store is the standalone server's durable state: an embedded
+// SQLite database (the pure-Go modernc.org/sqlite driver) in WAL mode.
+//
+// Durability model. Every change goes through one writer goroutine that
+// gathers whatever changes are waiting into one transaction (group
+// commit), commits it with synchronous=FULL (the WAL is fsynced at every
+// commit), and only then answers each caller. So a caller that got nil
+// back (a job the API acknowledged, a ledger entry) is on disk and
+// survives kill -9 and power loss alike; fsyncs are shared between
+// concurrent callers instead of weakened. Each change runs under its own
+// savepoint, so one refused change (an idempotency conflict) does not undo
+// the others of its batch.
+//
+// The events and ledger tables are append-only: triggers refuse UPDATE and
+// DELETE on them.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// FileName is the database's name inside the data directory.
+const FileName = "partita.db"
+
+// Store is an open database.
+type Store struct {
+	path string
+	w    *sql.DB // one connection: the writer's
+	r    *sql.DB // readers; WAL lets them run beside the writer
+	ops  chan *op
+	quit chan struct{}
+	done chan struct{}
+}
+
+// ErrNotFound is returned for a missing row.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a change contradicts what is stored (an
+// idempotency key reused with another body, a name already taken).
+var ErrConflict = errors.New("conflict")
+
+// Open opens (creating if need be) the database in dir and starts its
+// writer. Close stops it.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &Store{path: path, w: w, r: r, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.writer()
+	return s, nil
+}
+
+// dsn sets the pragmas on every connection: WAL, synchronous=FULL (see
+// the package comment), a busy timeout for readers meeting a checkpoint,
+// and foreign keys.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for queued changes, then closes the database.
+func (s *Store) Close() error {
+	close(s.quit)
+	<-s.done
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Pragma reads one pragma's value, for tests and /healthz.
+func (s *Store) Pragma(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.w.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	return v, err
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS teams (
+  name TEXT PRIMARY KEY, guarantee_milli INTEGER NOT NULL, burst_milli INTEGER NOT NULL,
+  weight REAL NOT NULL, classes TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS projects (
+  team TEXT NOT NULL REFERENCES teams(name), name TEXT NOT NULL, created_at INTEGER NOT NULL,
+  PRIMARY KEY (team, name));
+CREATE TABLE IF NOT EXISTS users (
+  name TEXT PRIMARY KEY, role TEXT NOT NULL, team TEXT REFERENCES teams(name), created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (
+  id TEXT PRIMARY KEY, user TEXT NOT NULL REFERENCES users(name), hash BLOB NOT NULL UNIQUE,
+  description TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL, revoked_at INTEGER);
+CREATE TABLE IF NOT EXISTS jobs (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+  team TEXT NOT NULL, project TEXT NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL DEFAULT '',
+  class TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+  spec TEXT NOT NULL, request TEXT NOT NULL, idem_key TEXT, idem_hash TEXT,
+  submitted_at INTEGER NOT NULL, started_at INTEGER NOT NULL DEFAULT 0, finished_at INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0, runtime TEXT NOT NULL DEFAULT '{}');
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_idem ON jobs(team, idem_key) WHERE idem_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_team_seq ON jobs(team, seq);
+CREATE INDEX IF NOT EXISTS jobs_state_seq ON jobs(state, seq);
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT NOT NULL, at INTEGER NOT NULL,
+  state TEXT NOT NULL, reason TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_job ON events(job, seq);
+CREATE TABLE IF NOT EXISTS ledger (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, hold TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('begin', 'end')), at INTEGER NOT NULL,
+  job TEXT NOT NULL, task TEXT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL,
+  user TEXT NOT NULL, class TEXT NOT NULL, node TEXT NOT NULL, gpu INTEGER NOT NULL,
+  model TEXT NOT NULL, tier TEXT NOT NULL, slice TEXT NOT NULL, share INTEGER NOT NULL CHECK (share > 0),
+  UNIQUE (hold, kind));
+CREATE INDEX IF NOT EXISTS ledger_at ON ledger(kind, at);
+CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+`
+
+// migrate creates the schema. There is one version so far; meta's
+// schema_version says which a file has, for the migrations to come.
+func migrate(db *sql.DB) error {
+	if _, err := db.Exec(schema); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	_, err := db.Exec(`INSERT INTO meta(key, value) VALUES ('schema_version', '1') ON CONFLICT(key) DO NOTHING`)
+	return err
+}
