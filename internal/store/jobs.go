@@ -52,7 +52,6 @@ type Runtime struct {
 	ReadyAt   []time.Duration       `json:"ready_at,omitempty"`
 	RunSince  time.Duration         `json:"run_since"` // -1: its clock is not running
 	Remaining time.Duration         `json:"remaining"` // run time left when RunSince was set
-	Ran       time.Duration         `json:"ran"`       // run time of this attempt before RunSince
 	Epoch     int                   `json:"epoch"`     // bumps when the job stops holding resources
 	Grace     time.Duration         `json:"grace_until,omitempty"`
 	QueuedAt  time.Duration         `json:"queued_at"`
@@ -80,17 +79,26 @@ type JobUpdate struct {
 }
 
 // Batch is what a world changes at once: jobs, their events, ledger
-// entries and the clock, committed together.
+// entries and the clock, committed together. Ledger begins come first,
+// then Close ends holds.
 type Batch struct {
 	Jobs   []JobUpdate
 	Events []Event
-	Ledger []LedgerEntry
+	Ledger []LedgerEntry // begins
+	Close  []CloseHolds
 	Clock  *time.Duration
+}
+
+// CloseHolds ends every open hold of a job at At: each gets an end entry
+// that copies its begin, so an end never disagrees with its begin.
+type CloseHolds struct {
+	Job string
+	At  time.Duration
 }
 
 // Empty reports whether the batch changes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Jobs) == 0 && len(b.Events) == 0 && len(b.Ledger) == 0 && b.Clock == nil
+	return len(b.Jobs) == 0 && len(b.Events) == 0 && len(b.Ledger) == 0 && len(b.Close) == 0 && b.Clock == nil
 }
 
 // Submit stores a new job with its first events. With an idempotency key
@@ -171,6 +179,11 @@ func ApplyFunc(b *Batch) func(tx *sql.Tx) error {
 		}
 		if err := insertLedger(tx, b.Ledger); err != nil {
 			return err
+		}
+		for _, c := range b.Close {
+			if err := closeHolds(tx, c); err != nil {
+				return err
+			}
 		}
 		if b.Clock != nil {
 			return setMeta(tx, "clock", fmt.Sprint(int64(*b.Clock)))

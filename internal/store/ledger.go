@@ -47,6 +47,17 @@ func insertLedger(tx *sql.Tx, entries []LedgerEntry) error {
 	return nil
 }
 
+func closeHolds(tx *sql.Tx, c CloseHolds) error {
+	_, err := tx.Exec(`INSERT INTO ledger (hold, kind, at, job, task, team, project, user, class, node, gpu, model, tier, slice, share)
+		SELECT hold, 'end', max(?, at), job, task, team, project, user, class, node, gpu, model, tier, slice, share
+		FROM ledger b WHERE b.job = ? AND b.kind = 'begin'
+		AND NOT EXISTS (SELECT 1 FROM ledger e WHERE e.hold = b.hold AND e.kind = 'end') ORDER BY b.seq`, int64(c.At), c.Job)
+	if err != nil {
+		return fmt.Errorf("ledger: close holds of %s: %w", c.Job, err)
+	}
+	return nil
+}
+
 const ledgerColumns = `seq, hold, kind, at, job, task, team, project, user, class, node, gpu, model, tier, slice, share`
 
 func scanLedger(r scanner) (LedgerEntry, error) {

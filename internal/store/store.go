@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -38,6 +39,7 @@ type Store struct {
 	ops  chan *op
 	quit chan struct{}
 	done chan struct{}
+	once sync.Once
 }
 
 // ErrNotFound is returned for a missing row.
@@ -94,11 +96,16 @@ func dsn(path string, readOnly bool) string {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close waits for queued changes, then closes the database.
+// Close waits for queued changes, then closes the database. Closing
+// twice is harmless.
 func (s *Store) Close() error {
-	close(s.quit)
-	<-s.done
-	return errors.Join(s.r.Close(), s.w.Close())
+	var err error
+	s.once.Do(func() {
+		close(s.quit)
+		<-s.done
+		err = errors.Join(s.r.Close(), s.w.Close())
+	})
+	return err
 }
 
 // Pragma reads one pragma's value, for tests and /healthz.
@@ -143,6 +150,7 @@ CREATE TABLE IF NOT EXISTS ledger (
   model TEXT NOT NULL, tier TEXT NOT NULL, slice TEXT NOT NULL, share INTEGER NOT NULL CHECK (share > 0),
   UNIQUE (hold, kind));
 CREATE INDEX IF NOT EXISTS ledger_at ON ledger(kind, at);
+CREATE INDEX IF NOT EXISTS ledger_job ON ledger(job, kind);
 CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger
   BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger

@@ -1,0 +1,126 @@
+package standalone
+
+import (
+	"context"
+	"time"
+
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/store"
+)
+
+// Run drives the world until ctx ends: each wake fires what fell due, runs
+// a cycle when one is wanted, and commits the batch of changes.
+func (w *World) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.kick:
+		case <-t.C:
+		}
+		if done := w.step(); done != nil {
+			if err := w.store.Wait(ctx, done); err != nil && ctx.Err() == nil {
+				w.opt.Log.Error("store: world batch not committed", "err", err)
+			}
+		}
+		t.Reset(w.nextWake())
+	}
+}
+
+// step does one wake's work under the lock and returns the enqueued
+// batch's outcome (nil when nothing changed).
+func (w *World) step() <-chan error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := max(w.clk.now(), w.now)
+	for t := w.due(now); t != nil; t = w.due(now) {
+		w.now = max(w.now, t.at)
+		w.fire(t)
+	}
+	w.now = now
+	wall := w.opt.Wall()
+	sinceCycle := wall.Sub(w.lastCycle)
+	if sinceCycle >= w.opt.MinCycleGap && (w.wantCycle || sinceCycle >= w.opt.Tick && w.anyPending()) {
+		w.wantCycle = false
+		w.lastCycle = wall
+		w.cycle()
+	}
+	if wall.Sub(w.lastSaved) >= time.Second {
+		// Storing the clock now and then keeps a restart close to where
+		// cluster time stopped even when nothing else happens.
+		w.lastSaved = wall
+		c := w.now
+		w.batch.Clock = &c
+	}
+	return w.flush()
+}
+
+// nextWake is the wall time until the loop has something to do.
+func (w *World) nextWake() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	next := w.opt.Tick
+	if len(w.timers) > 0 {
+		next = min(next, w.clk.wallUntil(w.timers[0].at))
+	}
+	if w.wantCycle {
+		next = min(next, w.opt.MinCycleGap-w.opt.Wall().Sub(w.lastCycle))
+	}
+	return max(next, time.Millisecond)
+}
+
+// flush hands the batch to the store; called with the lock held, so that
+// batches reach the store in the order the world made them.
+func (w *World) flush() <-chan error {
+	for _, j := range w.dirty {
+		j.dirty = false
+		w.batch.Jobs = append(w.batch.Jobs, j.update())
+	}
+	w.dirty = w.dirty[:0]
+	if w.batch.Empty() {
+		return nil
+	}
+	b := w.batch
+	w.batch = store.Batch{}
+	return w.store.Enqueue(store.ApplyFunc(&b))
+}
+
+// update is the job's row as it is now.
+func (j *job) update() store.JobUpdate {
+	rt := j.rec.Runtime
+	rt.Placed = j.Placed
+	rt.ReadyAt = append([]time.Duration(nil), rt.ReadyAt...)
+	return store.JobUpdate{
+		ID: j.rec.ID, Class: j.Spec.Class.String(), State: j.rec.State, Reason: j.rec.Reason,
+		StartedAt: j.rec.StartedAt, FinishedAt: j.rec.FinishedAt, Attempts: j.rec.Attempts, Runtime: rt,
+	}
+}
+
+// record moves a job to state with an event; event names the event when
+// it is not the state itself ("requeued", "priority").
+func (w *World) record(j *job, state, event, reason string) {
+	j.rec.State, j.rec.Reason = state, reason
+	if event == "" {
+		event = state
+	}
+	w.batch.Events = append(w.batch.Events, store.Event{Job: j.rec.ID, At: w.now, State: event, Reason: reason})
+	w.markDirty(j)
+}
+
+func (w *World) markDirty(j *job) {
+	if !j.dirty {
+		j.dirty = true
+		w.dirty = append(w.dirty, j)
+	}
+}
+
+func (w *World) anyPending() bool {
+	for _, j := range w.active {
+		if !j.done && j.Phase == sched.Pending {
+			return true
+		}
+	}
+	return false
+}

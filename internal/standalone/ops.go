@@ -1,0 +1,111 @@
+package standalone
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"partita.dev/partita/internal/api"
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/store"
+	"partita.dev/partita/internal/workload"
+)
+
+// Prepare stamps a new job's record before it is stored: submitted now
+// (cluster time), queued, its clock not running.
+func (w *World) Prepare(rec *store.Job) {
+	now := w.Now()
+	rec.State, rec.SubmittedAt = api.StateQueued, now
+	rec.Runtime = store.Runtime{RunSince: -1, Remaining: rec.Spec.Duration, QueuedAt: now, ReadyAt: make([]time.Duration, len(rec.Spec.Tasks))}
+}
+
+// Add takes up a job the store has just accepted.
+func (w *World) Add(rec *store.Job) error {
+	j, err := newJob(rec)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tomb[rec.ID] {
+		// Cancelled between its commit and now.
+		delete(w.tomb, rec.ID)
+		return nil
+	}
+	if _, dup := w.jobs[rec.ID]; dup {
+		return fmt.Errorf("job %s: already in the world", rec.ID)
+	}
+	j.Phase = sched.Pending
+	w.jobs[rec.ID] = j
+	w.active = append(w.active, j)
+	w.wantCycle = true
+	w.poke()
+	return nil
+}
+
+// newJob builds the world's job from its record.
+func newJob(rec *store.Job) (*job, error) {
+	class, err := workload.ParseClass(rec.Class)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", rec.ID, err)
+	}
+	j := &job{rec: rec}
+	j.Spec = workload.Job{ID: rec.ID, Team: rec.Team, Project: rec.Project, Class: class, Tasks: rec.Spec.Tasks, GangSize: rec.Spec.Gang}
+	j.Submitted = rec.SubmittedAt
+	j.Estimate = rec.Spec.Duration
+	j.Placed = make([]*cluster.Assignment, len(rec.Spec.Tasks))
+	if len(rec.Runtime.ReadyAt) != len(rec.Spec.Tasks) {
+		rec.Runtime.ReadyAt = make([]time.Duration, len(rec.Spec.Tasks))
+	}
+	return j, nil
+}
+
+// Cancel cancels an unfinished job, releasing what it holds, and waits
+// until that is stored. found is false when the world does not have the
+// job (finished, or accepted by the store but not added yet: then a later
+// Add ignores it, and the caller cancels it in the store).
+func (w *World) Cancel(ctx context.Context, id, reason string) (found bool, err error) {
+	w.mu.Lock()
+	j := w.jobs[id]
+	if j == nil {
+		w.tomb[id] = true
+		w.mu.Unlock()
+		return false, nil
+	}
+	w.now = max(w.now, w.clk.now())
+	w.stop(j)
+	w.finish(j, api.StateCancelled, reason)
+	done := w.flush()
+	w.mu.Unlock()
+	w.poke()
+	return true, w.store.Wait(ctx, done)
+}
+
+// Forget drops a tombstone Cancel left for a job the store says is
+// finished.
+func (w *World) Forget(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.tomb, id)
+}
+
+// SetClass changes an unfinished job's priority class and waits until
+// that is stored; found is false when the world does not have the job.
+func (w *World) SetClass(ctx context.Context, id string, class workload.Class, by string) (found bool, err error) {
+	w.mu.Lock()
+	j := w.jobs[id]
+	if j == nil {
+		w.mu.Unlock()
+		return false, nil
+	}
+	w.now = max(w.now, w.clk.now())
+	old := j.Spec.Class
+	j.Spec.Class, j.rec.Class = class, class.String()
+	w.record(j, j.rec.State, "priority", fmt.Sprintf("class changed from %s to %s by %s", old, class, by))
+	w.wantCycle = true
+	done := w.flush()
+	w.mu.Unlock()
+	w.poke()
+	return true, w.store.Wait(ctx, done)
+}

@@ -1,0 +1,291 @@
+// Package standalone is the standalone server's world: a virtual cluster
+// that runs in scaled wall time, driven by the same scheduling cycle as the
+// simulator and the Kubernetes scheduler (engine/sched with the partita
+// preset).
+//
+// A World owns the cluster state and every job that is not finished. Its
+// loop (Run) wakes on a timer, on a kick (submit, cancel) or on a periodic
+// tick, fires what fell due (job ends, grace periods, MIG changes) at their
+// own cluster times, runs a cycle, carries out the decision as the
+// simulator does (starts first, then MIG changes that cordon their GPU for
+// the reconfiguration delay, then preemptions with a grace period), and
+// hands every transition to the store as one batch: job states, events
+// with their reasons, and ledger entries for every hold that begins or
+// ends. Batches are enqueued under the world's lock, so the store sees
+// changes in the order the world made them.
+//
+// On start a World recovers from the store: queued jobs stay queued, jobs
+// holding resources are put back where they were, and cluster time resumes
+// where it stopped.
+package standalone
+
+import (
+	_ "embed"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"sync"
+	"time"
+
+	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine/frag"
+	"partita.dev/partita/internal/engine/policies"
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/scenario"
+	"partita.dev/partita/internal/store"
+	"partita.dev/partita/internal/workload"
+)
+
+// DemoYAML is the default virtual cluster, a copy of scenarios/demo.yaml
+// (a test keeps them equal) so that the binary runs from any directory.
+//
+//go:embed demo.yaml
+var DemoYAML []byte
+
+// Options configure a World.
+type Options struct {
+	Scenario *scenario.Scenario // the cluster; its teams seed a new store
+	Speed    float64            // cluster seconds per wall second; default 60
+	// ReconfigDelay is how long a MIG change takes, in cluster time
+	// (default 30 s); at --speed 60 half a second of wall time.
+	ReconfigDelay time.Duration
+	// Tick is the wall time between periodic cycles while jobs wait
+	// (time-based rules: reservations, cooldowns); default 1 s.
+	Tick time.Duration
+	// MinCycleGap is the least wall time between two cycles, so that a
+	// burst of submissions is scheduled in a few cycles, not one each.
+	MinCycleGap time.Duration // default 50 ms
+	Seed        int64
+	Wall        func() time.Time // default time.Now
+	Log         *slog.Logger
+	Observer    Observer // may be nil
+}
+
+func (o *Options) defaults() {
+	if o.Speed <= 0 {
+		o.Speed = 60
+	}
+	if o.ReconfigDelay == 0 {
+		o.ReconfigDelay = 30 * time.Second
+	}
+	if o.Tick == 0 {
+		o.Tick = time.Second
+	}
+	if o.MinCycleGap == 0 {
+		o.MinCycleGap = 50 * time.Millisecond
+	}
+	if o.Wall == nil {
+		o.Wall = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+}
+
+// Observer hears what metrics count. Calls come with the world's lock
+// held: they must be quick and must not call the World.
+type Observer interface {
+	Started(team, class string, wait time.Duration) // a job got all its resources after waiting wait (cluster time)
+	Finished(team, class, state string)
+	Preempted(team, class string)
+	Reconfigured()
+	Cycle(took time.Duration, pending int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Started(string, string, time.Duration) {}
+func (nopObserver) Finished(string, string, string)       {}
+func (nopObserver) Preempted(string, string)              {}
+func (nopObserver) Reconfigured()                         {}
+func (nopObserver) Cycle(time.Duration, int)              {}
+
+// World is the virtual cluster and its jobs.
+type World struct {
+	opt      Options
+	store    *store.Store
+	capacity *workload.Capacity // fixed: the nodes never change
+	tiers    map[string]cluster.Tier
+
+	mu        sync.Mutex
+	st        *cluster.State
+	sch       *sched.Scheduler
+	cfg       sched.Config
+	teams     []sched.Team
+	jobs      map[string]*job
+	active    []*job // not finished, in submission order
+	waits     map[string]sched.Wait
+	timers    timerQueue
+	timerSeq  int
+	clk       clock
+	now       time.Duration // the cluster time of the last change
+	batch     store.Batch
+	dirty     []*job
+	wantCycle bool
+	lastCycle time.Time // wall
+	lastSaved time.Time // wall: when the clock was last stored
+	tomb      map[string]bool
+	kick      chan struct{}
+	est       estimates
+}
+
+// job is the world's record of an unfinished job.
+type job struct {
+	sched.Job
+	// rec is the stored row, kept current: who and what (fixed at
+	// submission), state, reason and runtime.
+	rec   *store.Job
+	dirty bool // changed since the last flush
+	done  bool // finished; leaves active at the next compaction
+}
+
+// New builds the world on st's data: the cluster from the scenario, the
+// teams and unfinished jobs from the store.
+func New(ctx context.Context, s *store.Store, opt Options) (*World, error) {
+	opt.defaults()
+	nodes, err := opt.Scenario.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	st, err := cluster.New(nodes)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := schedulerConfig(opt.Scenario, st)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.LoadClock(ctx, opt.Wall())
+	if err != nil {
+		return nil, fmt.Errorf("clock: %w", err)
+	}
+	w := &World{
+		opt: opt, store: s, st: st, cfg: cfg, capacity: CapacityOf(st), tiers: map[string]cluster.Tier{},
+		sch:  sched.New(cfg, rand.New(rand.NewSource(opt.Seed))),
+		jobs: map[string]*job{}, waits: map[string]sched.Wait{}, tomb: map[string]bool{}, kick: make(chan struct{}, 1),
+		clk: clock{epoch: c.Epoch, base: c.Now, wallBase: opt.Wall(), speed: opt.Speed, wall: opt.Wall},
+		now: c.Now,
+	}
+	for i := 0; i < st.Len(); i++ {
+		w.tiers[st.Node(i).Name] = st.Node(i).Tier
+	}
+	// The projection of estimated starts runs beside the loop: it gets a
+	// policy of its own, so that no placement state is shared.
+	if w.est.cfg, err = schedulerConfig(opt.Scenario, st); err != nil {
+		return nil, err
+	}
+	w.est.seed = opt.Seed
+	teams, err := s.Teams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.SetTeams(teams)
+	if err := w.recover(ctx); err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	return w, nil
+}
+
+// schedulerConfig is the partita preset around Partita's placement,
+// told the request mix of the scenario's workloads (a whole GPU when it
+// has none), as the mixed-workload benchmark builds it.
+func schedulerConfig(sc *scenario.Scenario, st *cluster.State) (sched.Config, error) {
+	var shapes []frag.Shape
+	if arrivals, err := sc.Jobs(sc.Seed); err == nil {
+		for _, a := range arrivals {
+			for _, t := range a.Job.Tasks {
+				if t.GPU.Kind == workload.WholeGPUs {
+					shapes = append(shapes, frag.Shape{CPUMilli: t.CPUMilli, MemMiB: t.MemoryMiB, Milli: 1000, Num: t.GPU.Count})
+				}
+			}
+		}
+	}
+	if len(shapes) == 0 {
+		shapes = []frag.Shape{{Milli: 1000, Num: 1}}
+	}
+	pc := policies.ConfigFor(st, frag.Typicals(frag.WithoutMemory(shapes), frag.DefaultThreshold, nil))
+	pc.Shapes = shapes
+	pol, err := policies.New("partita", pc)
+	if err != nil {
+		return sched.Config{}, err
+	}
+	return sched.Preset("partita", pol)
+}
+
+// SetTeams replaces the teams' quotas; the next cycle uses them.
+func (w *World) SetTeams(teams []store.Team) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.teams = w.teams[:0]
+	for _, t := range teams {
+		w.teams = append(w.teams, sched.Team{Name: t.Name, Guarantee: t.GuaranteeMilli, Burst: t.BurstMilli, Weight: t.Weight})
+	}
+	w.wantCycle = true
+	w.poke()
+}
+
+// poke wakes the loop without blocking.
+func (w *World) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Capacity is what the cluster could ever give one task.
+func (w *World) Capacity() *workload.Capacity { return w.capacity }
+
+// Speed is cluster seconds per wall second.
+func (w *World) Speed() float64 { return w.opt.Speed }
+
+// Now is the cluster time now.
+func (w *World) Now() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(w.clk.now(), w.now)
+}
+
+// Time renders cluster time t as a timestamp.
+func (w *World) Time(t time.Duration) time.Time { return w.clk.at(t) }
+
+// Since converts a timestamp back to cluster time.
+func (w *World) Since(t time.Time) time.Duration { return t.Sub(w.clk.epoch) }
+
+// CapacityOf summarises what a cluster could ever offer one task (as the
+// scheduler does, to refuse work that can never run).
+func CapacityOf(st *cluster.State) *workload.Capacity {
+	c := &workload.Capacity{MaxGPUs: map[string]int{}, MIGProfiles: map[string][]string{}, GPUMemoryMiB: map[string]int64{}}
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		c.MaxCPUMilli = max(c.MaxCPUMilli, n.CPUMilli)
+		c.MaxMemoryMiB = max(c.MaxMemoryMiB, n.MemoryMiB)
+		count := map[string]int{}
+		for j := range n.GPUs {
+			m := n.GPUs[j].Model
+			count[m.Name]++
+			c.GPUMemoryMiB[m.Name] = m.MemoryMiB
+			for _, p := range m.Profiles {
+				if !containsString(c.MIGProfiles[p.Name], m.Name) {
+					c.MIGProfiles[p.Name] = append(c.MIGProfiles[p.Name], m.Name)
+				}
+			}
+		}
+		for m, k := range count {
+			c.MaxGPUs[m] = max(c.MaxGPUs[m], k)
+		}
+	}
+	return c
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
