@@ -25,8 +25,14 @@ func (w *World) cycle() {
 		in.Jobs = append(in.Jobs, &j.Job)
 	}
 	d := w.sch.Cycle(in)
+	var started []*job
 	for _, s := range d.Starts {
-		w.start(s)
+		if j := w.start(s); j != nil && (len(started) == 0 || started[len(started)-1] != j) {
+			started = append(started, j)
+		}
+	}
+	for _, j := range started {
+		w.admit(j)
 	}
 	for _, rc := range d.Reconfigs {
 		w.reconfigure(rc)
@@ -59,15 +65,17 @@ func (w *World) compact() {
 	w.active = keep
 }
 
-func (w *World) start(s sched.Start) {
+// start allocates one task's resources and opens its ledger holds; it
+// returns the job, or nil when the start could not be carried out.
+func (w *World) start(s sched.Start) *job {
 	j := w.jobs[s.Job]
 	if j == nil || j.done || j.Phase != sched.Pending {
 		w.opt.Log.Error("start: job is not pending", "job", s.Job)
-		return
+		return nil
 	}
 	if err := w.st.Allocate(s.Assignment); err != nil {
 		w.opt.Log.Error("start: allocate", "job", s.Job, "task", s.Task, "err", err)
-		return
+		return nil
 	}
 	a := s.Assignment
 	j.Placed[s.Task] = &a
@@ -80,13 +88,19 @@ func (w *World) start(s sched.Start) {
 	}
 	j.rec.Runtime.ReadyAt[s.Task] = ready
 	w.begin(j, &a)
+	w.markDirty(j)
+	return j
+}
+
+// admit records a job's admission once the decision's starts for it are
+// carried out, and starts its clock when it is complete and ready.
+func (w *World) admit(j *job) {
 	if j.rec.State == api.StateQueued {
 		j.rec.Attempts++
 		j.rec.StartedAt = w.now
 		w.record(j, api.StateAdmitted, "", admittedReason(j))
 	}
-	w.markDirty(j)
-	if j.Complete() {
+	if j.Complete() && j.Phase == sched.Pending {
 		j.Phase = sched.Running
 		j.Started, j.Checkpoint = w.now, w.now
 		w.opt.Observer.Started(j.rec.Team, j.rec.Class, w.now-j.rec.Runtime.QueuedAt)

@@ -17,28 +17,39 @@ func (w *World) Clock() api.Clock {
 	return api.Clock{Now: w.Time(w.Now()), Speed: w.opt.Speed}
 }
 
+// Record returns a copy of an unfinished job's record as the world has it.
+func (w *World) Record(id string) (*store.Job, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	j := w.jobs[id]
+	if j == nil {
+		return nil, false
+	}
+	rec := *j.rec
+	rec.Runtime.Placed = append([]*cluster.Assignment(nil), j.Placed...)
+	return &rec, true
+}
+
 // Job returns a copy of an unfinished job's record as the world has it
 // (ahead of the store by at most one commit) and, while it waits, its
 // queue slot.
 func (w *World) Job(id string) (*store.Job, *api.QueueSlot, bool) {
-	w.mu.Lock()
-	j := w.jobs[id]
-	if j == nil {
-		w.mu.Unlock()
+	rec, ok := w.Record(id)
+	if !ok {
 		return nil, nil, false
 	}
-	rec := *j.rec
-	rec.Runtime.Placed = append([]*cluster.Assignment(nil), j.Placed...)
-	pending := j.Phase == sched.Pending
+	w.mu.Lock()
+	j := w.jobs[id]
+	pending := j != nil && j.Phase == sched.Pending
 	w.mu.Unlock()
 	if !pending {
-		return &rec, nil, true
+		return rec, nil, true
 	}
 	starts := w.estimateStarts()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slot := w.slot(j, w.teamWaiting(j.rec.Team), starts)
-	return &rec, &slot, true
+	return rec, &slot, true
 }
 
 // teamWaiting counts a team's jobs the last cycle left waiting.
@@ -155,7 +166,7 @@ func nodeView(n *cluster.Node, who func(task string) (string, string)) api.Node 
 type Stats struct {
 	GPUs        int
 	Utilization api.Utilization
-	Queued      map[[2]string]int // by team and class
+	Queued      map[[2]string]int  // by team and class
 	Held        map[string]float64 // GPUs held per team (a slice counts its compute share)
 }
 

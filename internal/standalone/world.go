@@ -20,8 +20,8 @@
 package standalone
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"fmt"
 	"log/slog"
 	"math/rand"
@@ -108,8 +108,8 @@ func (nopObserver) Cycle(time.Duration, int)              {}
 type World struct {
 	opt      Options
 	store    *store.Store
-	capacity *workload.Capacity // fixed: the nodes never change
-	tiers    map[string]cluster.Tier
+	capacity *workload.Capacity  // fixed: the nodes never change
+	nodes    map[string]nodeInfo // fixed facts of each node
 
 	mu        sync.Mutex
 	st        *cluster.State
@@ -164,14 +164,19 @@ func New(ctx context.Context, s *store.Store, opt Options) (*World, error) {
 		return nil, fmt.Errorf("clock: %w", err)
 	}
 	w := &World{
-		opt: opt, store: s, st: st, cfg: cfg, capacity: CapacityOf(st), tiers: map[string]cluster.Tier{},
+		opt: opt, store: s, st: st, cfg: cfg, capacity: CapacityOf(st), nodes: map[string]nodeInfo{},
 		sch:  sched.New(cfg, rand.New(rand.NewSource(opt.Seed))),
 		jobs: map[string]*job{}, waits: map[string]sched.Wait{}, tomb: map[string]bool{}, kick: make(chan struct{}, 1),
 		clk: clock{epoch: c.Epoch, base: c.Now, wallBase: opt.Wall(), speed: opt.Speed, wall: opt.Wall},
 		now: c.Now,
 	}
 	for i := 0; i < st.Len(); i++ {
-		w.tiers[st.Node(i).Name] = st.Node(i).Tier
+		n := st.Node(i)
+		info := nodeInfo{tier: string(n.Tier)}
+		for k := range n.GPUs {
+			info.models = append(info.models, n.GPUs[k].Model.Name)
+		}
+		w.nodes[n.Name] = info
 	}
 	// The projection of estimated starts runs beside the loop: it gets a
 	// policy of its own, so that no placement state is shared.
@@ -234,6 +239,26 @@ func (w *World) poke() {
 	case w.kick <- struct{}{}:
 	default:
 	}
+}
+
+type nodeInfo struct {
+	tier   string
+	models []string // by GPU index
+}
+
+// GPUs is the number of GPUs in the cluster.
+func (w *World) GPUs() int {
+	n := 0
+	for _, info := range w.nodes {
+		n += len(info.models)
+	}
+	return n
+}
+
+// NodeInfo is a node's capacity tier and the model of each of its GPUs.
+func (w *World) NodeInfo(node string) (tier string, models []string) {
+	info := w.nodes[node]
+	return info.tier, info.models
 }
 
 // Capacity is what the cluster could ever give one task.
