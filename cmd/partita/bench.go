@@ -21,12 +21,13 @@ func init() {
 }
 
 var benchCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"fill": runBenchFill,
+	"fill":  runBenchFill,
+	"mixed": runBenchMixed,
 }
 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || benchCommands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: partita bench <fill> [flags]")
+		fmt.Fprintln(stderr, "usage: partita bench <fill|mixed> [flags]")
 		return 2
 	}
 	return benchCommands[args[0]](args[1:], stdout, stderr)

@@ -14,15 +14,17 @@ import (
 //  2. a GPU already split and in use rather than an idle one, and a node
 //     already in use rather than an idle one: whole GPUs and whole nodes
 //     stay free for training;
-//  3. the place that keeps the GPU most flexible: the most maximal layouts
+//  3. a node with more GPUs in MIG mode: MIG gathers on few nodes;
+//  4. the place that keeps the GPU most flexible: the most maximal layouts
 //     of the model still reachable from the new layout;
-//  4. the tightest fit: the fewest free memory slices left.
+//  5. the tightest fit: the fewest free memory slices left.
 const (
 	migBand      = int64(1e12)
 	migExisting  = int64(1e10)
 	migBusyGPU   = int64(1e9)
 	migBusyNode  = int64(1e8)
-	migFlexUnit  = int64(1e4)
+	migNodeUnit  = int64(1e6) // per MIG GPU on the node (at most 64)
+	migFlexUnit  = int64(1e3) // per maximal layout (at most ~80)
 	migTightUnit = int64(10)
 )
 
@@ -30,6 +32,12 @@ const (
 // no MIG instance on any GPU of n.
 func migChoice(n *cluster.Node, r *engine.Request) (engine.Hint, int64, bool) {
 	nodeBusy := len(n.Tasks()) > 0
+	migGPUs := 0
+	for i := range n.GPUs {
+		if n.GPUs[i].MIG {
+			migGPUs++
+		}
+	}
 	best, hint, found := int64(0), engine.Hint{}, false
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
@@ -52,6 +60,7 @@ func migChoice(n *cluster.Node, r *engine.Request) (engine.Hint, int64, bool) {
 			if nodeBusy {
 				sc += migBusyNode
 			}
+			sc += migNodeUnit * int64(min(migGPUs, 64))
 			sc += migFlexUnit * int64(flexibility(g.Model, next))
 			sc += migTightUnit * int64(8-freeSlices(g.FreeMemorySlices()&^p.Mask(pl.Start)))
 			if !found || sc > best {

@@ -8,6 +8,7 @@ import (
 	"partita.dev/partita/internal/engine"
 	"partita.dev/partita/internal/engine/frag"
 	"partita.dev/partita/internal/gpu"
+	"partita.dev/partita/internal/workload"
 )
 
 // Partita is our own policy; docs/fill.md records what each part gained on
@@ -67,7 +68,19 @@ func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint)
 	if h, sc, ok := migChoice(n, r); ok {
 		return sc, h
 	}
-	return s.frag.Score(n, r)
+	sc, h := s.frag.Score(n, r)
+	if r.Kind == workload.WholeGPUs {
+		// Among equal fragment scores, whole GPUs go to nodes with fewer
+		// GPUs in MIG mode, so MIG gathers on the other nodes.
+		migGPUs := 0
+		for i := range n.GPUs {
+			if n.GPUs[i].MIG {
+				migGPUs++
+			}
+		}
+		return sc*100 + int64(99-min(migGPUs, 99)), h
+	}
+	return sc, h
 }
 
 // Pick honours the scorer's hint; whole GPUs and MIG without a hint go as

@@ -66,8 +66,18 @@ type cycle struct {
 	d        Decision
 	capacity *workload.Capacity
 	// failed remembers job shapes that fitted nowhere this cycle: within a
-	// cycle resources only shrink, so they would fail again.
-	failed map[string]string
+	// cycle resources only shrink, so they would fail again. noVictims
+	// does the same for victim searches that found nothing, and searches
+	// counts them (maxSearches).
+	failed    map[string]string
+	noVictims map[string]bool
+	searches  int
+}
+
+// preemptKey identifies jobs whose victim searches would find the same:
+// the same shape, class, team standing.
+func preemptKey(c *cycle, j *Job) string {
+	return shapeKey(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(withinGuarantee(c, j))
 }
 
 // Cycle decides what to start, preempt and re-partition now.
@@ -82,6 +92,16 @@ func (s *Scheduler) Cycle(in Input) Decision {
 	c := s.snapshot(in)
 	s.settlePromises(c)
 	s.refreshReservation(c)
+	if in.Only != nil {
+		for _, id := range in.Only {
+			if j, ok := c.byID[id]; ok && j.Phase == Pending {
+				if reason := s.consider(c, j); reason != "" {
+					c.d.Waiting[id] = Wait{Reason: reason}
+				}
+			}
+		}
+		return c.d
+	}
 	positions := map[string]int{}
 	for _, j := range s.order(c) {
 		positions[j.Spec.Team]++
@@ -99,6 +119,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
 		in: in, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
 		byID: map[string]*Job{}, d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
+		noVictims: map[string]bool{},
 	}
 	for i := range in.Teams {
 		c.teams[in.Teams[i].Name] = &in.Teams[i]
@@ -323,10 +344,15 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 			return why
 		}
 	}
-	if s.mayPreempt(c, j) {
-		if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
-			s.preempt(c, j, victims, nodes)
-			return WaitPreempting
+	if s.mayPreempt(c, j) && c.searches < maxSearches {
+		key := preemptKey(c, j)
+		if !c.noVictims[key] {
+			c.searches++
+			if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
+				s.preempt(c, j, victims, nodes)
+				return WaitPreempting
+			}
+			c.noVictims[key] = true
 		}
 	}
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {

@@ -106,14 +106,14 @@ func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*clus
 		if r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() || where != nil && !where(n) {
 			continue
 		}
-		migBusy := nodeRunsMIG(n)
+		migGPUs := migCount(n)
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
 			p := profileFor(r, g.Model)
 			if p == nil || g.Cordoned() || !s.cooled(c, n.Name, k) {
 				continue
 			}
-			if o, ok := regionFor(n, g, p, migBusy); ok {
+			if o, ok := regionFor(n, g, p, migGPUs); ok {
 				opts = append(opts, o)
 			}
 		}
@@ -134,10 +134,10 @@ func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*clus
 }
 
 // regionFor plans one GPU: keep busy instances, drop free ones, add p.
-// Preference: a GPU already split (fewer instances to drop), on a node
-// running MIG work, then an idle GPU turned to MIG on such a node, then
-// anywhere.
-func regionFor(n *cluster.Node, g *cluster.GPU, p *gpu.Profile, nodeRunsMIG bool) (migOption, bool) {
+// Preference: the node with the most MIG GPUs (MIG gathers on few nodes so
+// the others stay whole for training), then a GPU already split rather
+// than one turned to MIG, then the fewest instances dropped.
+func regionFor(n *cluster.Node, g *cluster.GPU, p *gpu.Profile, migGPUs int) (migOption, bool) {
 	var busy gpu.Layout
 	dropped := 0
 	if g.MIG {
@@ -159,25 +159,23 @@ func regionFor(n *cluster.Node, g *cluster.GPU, p *gpu.Profile, nodeRunsMIG bool
 	// (4g@0, 7g@0) must start, free longest.
 	layout := append(append(gpu.Layout(nil), busy...), places[len(places)-1])
 	o := migOption{node: n.Name, index: g.Index, layout: layout, turnOn: !g.MIG}
-	notOnMIGNode := 1
-	if nodeRunsMIG {
-		notOnMIGNode = 0
-	}
 	turning := 0
 	if !g.MIG {
 		turning = 1
 	}
-	o.rank = [3]int{notOnMIGNode, turning, dropped - len(busy)}
+	o.rank = [3]int{-migGPUs, turning, dropped - len(busy)}
 	return o, true
 }
 
-func nodeRunsMIG(n *cluster.Node) bool {
+// migCount is the number of GPUs of n with MIG on.
+func migCount(n *cluster.Node) int {
+	c := 0
 	for k := range n.GPUs {
 		if n.GPUs[k].MIG {
-			return true
+			c++
 		}
 	}
-	return false
+	return c
 }
 
 // migOffFor turns MIG off on idle MIG GPUs when j's whole-GPU tasks are
@@ -198,6 +196,7 @@ func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where fu
 	type cand struct {
 		node       string
 		free, idle []int
+		mig        int
 	}
 	var cands []cand
 	free := 0
@@ -206,7 +205,7 @@ func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where fu
 		if where != nil && !where(n) {
 			continue
 		}
-		cd := cand{node: n.Name}
+		cd := cand{node: n.Name, mig: migCount(n)}
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
 			if !model.AllowsModel(g.Model) || g.Cordoned() {
@@ -228,7 +227,12 @@ func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where fu
 	if short <= 0 {
 		return false
 	}
+	// Turn back the nodes that are most whole already (MIG gathers on the
+	// others), then those where the job's GPUs come together.
 	sort.SliceStable(cands, func(a, b int) bool {
+		if cands[a].mig != cands[b].mig {
+			return cands[a].mig < cands[b].mig
+		}
 		return len(cands[a].free)+len(cands[a].idle) > len(cands[b].free)+len(cands[b].idle)
 	})
 	done := 0

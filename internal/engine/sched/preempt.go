@@ -13,6 +13,11 @@ import (
 // this cycle rather than evict half the cluster.
 const maxVictims = 64
 
+// maxSearches bounds the victim searches of one cycle: the first jobs in
+// order get them; the rest try again next cycle. A search places the job
+// dozens of times, and a long backlog would otherwise search every cycle.
+const maxSearches = 4
+
 // mayPreempt reports whether j may evict anyone at all: it outranks some
 // running job, or its team is reclaiming its guarantee from borrowers.
 func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
@@ -36,7 +41,10 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 //     production beyond it runs on someone else's guarantee.
 //
 // A team is never taken below its own guarantee for another team, except
-// by production work evicting a lower class.
+// by production work, within its own team's guarantee, evicting a lower
+// class. (Production beyond its team's guarantee is borrowing: it must not
+// take a guarantee from another team, or the two evict each other in
+// turn.)
 func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if v.Phase != Running || v.ID() == j.ID() {
 		return false
@@ -46,13 +54,13 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 		return lower
 	}
 	if !borrowing(c, v.Spec.Team) {
-		return lower && j.Spec.Class == workload.Production
+		return lower && j.Spec.Class == workload.Production && withinGuarantee(c, j)
 	}
 	keepsGuarantee := true
 	if t, ok := c.teams[v.Spec.Team]; ok {
 		keepsGuarantee = c.usage[v.Spec.Team]-v.Held(c.in.Cluster) >= t.Guarantee
 	}
-	if lower && (keepsGuarantee || j.Spec.Class == workload.Production) {
+	if lower && (keepsGuarantee || j.Spec.Class == workload.Production && withinGuarantee(c, j)) {
 		return true
 	}
 	return withinGuarantee(c, j) && keepsGuarantee
@@ -101,8 +109,11 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	// room goes to someone else and j preempts again.
 	allowed := s.candidates(c, j, reqs)
 	var target []cluster.Assignment
+	convert := s.wantsMIG(reqs)
 	fitsIn := func(st *cluster.State) bool {
-		st = s.convertible(st, reqs)
+		if convert {
+			convertIdle(st)
+		}
 		for _, a := range allowed {
 			if as, _, err := s.placer.PlaceAll(st, reqs, a); err == nil {
 				target = as
@@ -111,15 +122,20 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		}
 		return false
 	}
+	// A fit check places the whole job; make none until the GPU freed,
+	// with what is free already, could cover what j asks.
+	short := demand(j) - freeMilli(c.st)
 	trial := c.st.Clone()
 	var chosen []*Job
 	fits := false
 	for _, v := range cands {
+		held := v.Held(c.in.Cluster)
 		if err := release(trial, v); err != nil {
 			continue
 		}
 		chosen = append(chosen, v)
-		if fitsIn(trial) {
+		short -= held
+		if short <= 0 && fitsIn(trial) {
 			fits = true
 			break
 		}
@@ -127,8 +143,10 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	if !fits {
 		return nil, nil
 	}
-	// Give back, newest choice first, every victim j fits without.
-	for k := len(chosen) - 1; k >= 0; k-- {
+	// Give back, newest choice first, every victim j fits without. (Not
+	// when the trial turned freed GPUs to MIG: a victim cannot go back
+	// onto them as it was.)
+	for k := len(chosen) - 1; k >= 0 && !convert; k-- {
 		back := trial.Clone()
 		if err := restore(back, chosen[k]); err != nil {
 			continue
@@ -196,32 +214,34 @@ func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job, nodes map[string]b
 	s.promised[j.ID()] = ids
 }
 
-// convertible returns st, or for MIG requests under dynamic MIG a copy in
-// which every idle whole GPU of a MIG-capable model has MIG on: a victim's
-// GPU, once free, can be split for a MIG task (repartition does it when
-// the victims are gone).
-func (s *Scheduler) convertible(st *cluster.State, reqs []*engine.Request) *cluster.State {
+// wantsMIG reports whether, under dynamic MIG, a victim search for reqs
+// should count freed GPUs as splittable: a victim's GPU, once free, can be
+// turned to MIG for a MIG task (repartition does it when the victims are
+// gone).
+func (s *Scheduler) wantsMIG(reqs []*engine.Request) bool {
 	if !s.cfg.MIG {
-		return st
+		return false
 	}
-	mig := false
 	for _, r := range reqs {
-		mig = mig || r.Kind == workload.MIGProfile || r.Kind == workload.MemoryProfile
+		if r.Kind == workload.MIGProfile || r.Kind == workload.MemoryProfile {
+			return true
+		}
 	}
-	if !mig {
-		return st
-	}
-	out := st.Clone()
-	for i := 0; i < out.Len(); i++ {
-		n := out.Node(i)
+	return false
+}
+
+// convertIdle turns MIG on, in a trial state, on every idle whole GPU of a
+// MIG-capable model.
+func convertIdle(st *cluster.State) {
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
 			if !g.MIG && g.Model.MIG && g.Idle() && !g.Cordoned() {
-				_ = out.SetMIG(n.Name, k, true)
+				_ = st.SetMIG(n.Name, k, true)
 			}
 		}
 	}
-	return out
 }
 
 // victimsOnOneNode finds, for a single task, the node where evicting the
@@ -254,15 +274,23 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 		only := func(x *cluster.Node) bool { return x.Name == node }
 		trial := c.st.Clone()
 		var chosen []*Job
+		short := demand(j) - int64(n.GPUFreeMilli()) - migFreeMilli(n)
 		for _, v := range onNode[node] {
 			if best != nil && len(chosen) >= len(best) {
 				break
 			}
+			held := v.Held(c.in.Cluster)
 			if err := release(trial, v); err != nil {
 				continue
 			}
 			chosen = append(chosen, v)
-			if _, _, err := s.placer.PlaceAll(s.convertible(trial, reqs), reqs, only); err == nil {
+			if short -= held; short > 0 {
+				continue
+			}
+			if s.wantsMIG(reqs) {
+				convertIdle(trial)
+			}
+			if _, _, err := s.placer.PlaceAll(trial, reqs, only); err == nil {
 				if best == nil || len(chosen) < len(best) {
 					best, bestNode = append([]*Job(nil), chosen...), node
 				}
@@ -274,4 +302,37 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 		return nil, nil
 	}
 	return best, map[string]bool{bestNode: true}
+}
+
+// freeMilli is the GPU free in st: whole and shared GPUs' milli left, and
+// the free compute of MIG GPUs.
+func freeMilli(st *cluster.State) int64 {
+	var total int64
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		total += int64(n.GPUFreeMilli()) + migFreeMilli(n)
+	}
+	return total
+}
+
+// migFreeMilli is the compute of n's MIG GPUs not taken by busy instances,
+// in milli (free instances count as free).
+func migFreeMilli(n *cluster.Node) int64 {
+	var total int64
+	for k := range n.GPUs {
+		g := &n.GPUs[k]
+		if !g.MIG || g.Cordoned() {
+			continue
+		}
+		busy := 0
+		for _, sl := range g.Slices() {
+			if sl.Task != "" {
+				if p, err := g.Model.Profile(sl.Profile); err == nil {
+					busy += p.Compute
+				}
+			}
+		}
+		total += int64(7-busy) * 1000 / 7
+	}
+	return total
 }

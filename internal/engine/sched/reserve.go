@@ -174,15 +174,22 @@ func (s *Scheduler) reserve(c *cycle, j *Job, reqs []*engine.Request) {
 }
 
 // outranks reports whether what is held for the job with ID holder is
-// closed to j: the holder is of j's class or higher, and j is not a team's
-// claim on its guarantee against a holder that would be borrowing.
+// closed to j. Guarantees come first: a claim within its team's guarantee
+// beats a borrower whatever the classes, both ways; otherwise the holder
+// must be of j's class or higher.
 func (s *Scheduler) outranks(c *cycle, holder string, j *Job) bool {
 	h, ok := c.byID[holder]
 	if !ok {
 		return true
 	}
-	if s.cfg.Borrow && withinGuarantee(c, j) && !withinGuarantee(c, h) {
-		return false
+	if s.cfg.Borrow {
+		hw, jw := withinGuarantee(c, h), withinGuarantee(c, j)
+		if jw && !hw {
+			return false
+		}
+		if hw && !jw {
+			return true
+		}
 	}
 	return !s.cfg.ClassOrder || h.Spec.Class >= j.Spec.Class
 }

@@ -90,6 +90,12 @@ type Input struct {
 	Cluster *cluster.State // read only; the scheduler plans on a clone
 	Teams   []Team
 	Jobs    []*Job // every job not finished, in any phase
+	// Only, when not nil, limits the cycle to these pending jobs, in this
+	// order, with no queue positions computed: a world calls it when jobs
+	// arrived and nothing was freed, so the jobs already waiting would
+	// find nothing new. Full cycles (Only nil) run when resources free up
+	// and now and then.
+	Only []string
 }
 
 // Decision is what the world must do. Starts are given in order; the world

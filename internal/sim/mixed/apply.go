@@ -10,15 +10,20 @@ import (
 	"partita.dev/partita/internal/workload"
 )
 
-// cycle runs the scheduler and carries out its decision.
-func (w *world) cycle() error {
-	in := sched.Input{Now: w.now(), Cluster: w.st, Teams: w.teams}
+// cycle runs a full scheduling cycle and carries out its decision.
+func (w *world) cycle() error { return w.cycleOf(nil) }
+
+// cycleOf runs a cycle, limited to the jobs only when not nil.
+func (w *world) cycleOf(only []string) error {
+	in := sched.Input{Now: w.now(), Cluster: w.st, Teams: w.teams, Only: only}
 	in.Jobs = make([]*sched.Job, 0, len(w.active))
 	for _, j := range w.active {
 		in.Jobs = append(in.Jobs, &j.Job)
 	}
 	d := w.sch.Cycle(in)
-	defer w.metrics.waiting(w, d) // after the starts: a job started now is not waiting
+	if only == nil {
+		defer w.metrics.waiting(w, d) // after the starts: a job started now is not waiting
+	}
 	if w.opt.Trace != nil {
 		for id, wt := range d.Waiting {
 			j := w.byID[id]

@@ -1,6 +1,7 @@
 package mixed
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -316,6 +317,21 @@ func (m *metrics) sample(w *world) {
 				pending++
 			}
 		}
+		per := ""
+		for i := 0; i < w.st.Len(); i++ {
+			n := w.st.Node(i)
+			mig, busy := 0, 0
+			for k := range n.GPUs {
+				if n.GPUs[k].MIG {
+					mig++
+				}
+				if !n.GPUs[k].Idle() {
+					busy++
+				}
+			}
+			per += fmt.Sprintf(" %d/%d", mig, busy)
+		}
+		w.tracef("nodes mig/busy:%s", per)
 		w.tracef("sample useful=%.1f alloc=%.1f gpus: mig-busy=%d mig-idle=%d whole-busy=%d whole-idle=%d cordoned=%d pending=%d",
 			m.usefulNow, m.allocNow, migBusy, migIdle, wholeBusy, wholeIdle, cordoned, pending)
 	}
