@@ -95,10 +95,10 @@ type world struct {
 	byID   map[string]*job
 	active []*job // arrived, not done
 
-	timers   []timer // dynamic timers, indexed by Ref - refFirstDynamic
-	cycleDue bool    // a cycle is already queued for now
+	timers   []timer  // dynamic timers, indexed by Ref - refFirstDynamic
+	cycleDue bool     // a cycle is already queued for now
 	newJobs  []string // arrived since the last cycle, for a light cycle
-	tickDue  bool    // a periodic tick is queued
+	tickDue  bool     // a periodic tick is queued
 	metrics  *metrics
 }
 
