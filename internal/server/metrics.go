@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"partita.dev/partita/internal/standalone"
+	"partita.dev/partita/internal/store"
 )
 
 // Metrics are the server's Prometheus metrics, on a registry of their own.
@@ -68,6 +69,18 @@ func (m *Metrics) Cycle(took time.Duration, pending int) {
 }
 
 var _ standalone.Observer = (*Metrics)(nil)
+
+// knowTeams makes every team's counters exist from the start, so that a
+// rate over them reads 0 rather than nothing.
+func (m *Metrics) knowTeams(teams []store.Team) {
+	for _, t := range teams {
+		m.submissions.WithLabelValues(t.Name)
+		for _, c := range t.Classes {
+			m.preemptions.WithLabelValues(t.Name, c)
+			m.started.WithLabelValues(t.Name, c)
+		}
+	}
+}
 
 func (m *Metrics) submitted(team string) { m.submissions.WithLabelValues(team).Inc() }
 

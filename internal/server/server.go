@@ -101,6 +101,7 @@ func (s *Server) loadTeams(ctx context.Context) error {
 	s.teams = m
 	s.teamsMu.Unlock()
 	s.world.SetTeams(teams)
+	s.metrics.knowTeams(teams)
 	return nil
 }
 
