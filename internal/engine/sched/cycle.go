@@ -29,6 +29,9 @@ type Scheduler struct {
 	// not let it start, backoff holds off more until the cooldown passes.
 	attempts map[string]int
 	backoff  map[string]time.Duration
+	// shapes caches each job's shape key, by the number of its tasks
+	// still to start.
+	shapes map[string]shapeEntry
 	// invalid caches jobs found never to fit this cluster, valid those
 	// checked and fine: a job is validated once.
 	invalid map[string]string
@@ -49,7 +52,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		cfg: cfg, placer: p,
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
 		awaiting: map[string][]gpuRef{}, valid: map[string]bool{},
-		attempts: map[string]int{}, backoff: map[string]time.Duration{},
+		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 	}
 }
 
@@ -177,7 +180,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	if _, waiting := s.promised[j.ID()]; waiting {
 		return WaitPreempting
 	}
-	key := shapeKey(j)
+	key := s.shapeOf(j)
 	if why, ok := c.failed[key]; ok && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
 		return why
 	}
@@ -396,6 +399,22 @@ func (s *Scheduler) order(c *cycle) []*Job {
 		return x.ID() < y.ID()
 	})
 	return pending
+}
+
+type shapeEntry struct {
+	pending int
+	key     string
+}
+
+// shapeOf is shapeKey, cached.
+func (s *Scheduler) shapeOf(j *Job) string {
+	pending := len(pendingTasks(j))
+	if e, ok := s.shapes[j.ID()]; ok && e.pending == pending {
+		return e.key
+	}
+	k := shapeKey(j)
+	s.shapes[j.ID()] = shapeEntry{pending, k}
+	return k
 }
 
 // shapeKey identifies jobs that ask for the same thing, so that one that

@@ -30,6 +30,10 @@ type Options struct {
 	CycleEvery time.Duration // default 60 s
 	// SampleEvery is the utilization sampling period (default 5 min).
 	SampleEvery time.Duration
+	// Coalesce is the least time between two full cycles: departures
+	// close together are handled by one (default 5 s). Arrivals get a
+	// light cycle at once.
+	Coalesce time.Duration
 	// Trace, when set, receives one line per decision carried out.
 	Trace io.Writer
 }
@@ -43,6 +47,9 @@ func (o *Options) defaults() {
 	}
 	if o.SampleEvery == 0 {
 		o.SampleEvery = 5 * time.Minute
+	}
+	if o.Coalesce == 0 {
+		o.Coalesce = 5 * time.Second
 	}
 }
 
@@ -95,11 +102,12 @@ type world struct {
 	byID   map[string]*job
 	active []*job // arrived, not done
 
-	timers   []timer  // dynamic timers, indexed by Ref - refFirstDynamic
-	cycleDue bool     // a cycle is already queued for now
-	newJobs  []string // arrived since the last cycle, for a light cycle
-	tickDue  bool     // a periodic tick is queued
-	metrics  *metrics
+	timers    []timer       // dynamic timers, indexed by Ref - refFirstDynamic
+	cycleDue  bool          // a full cycle is already queued
+	lastCycle time.Duration // when the last full cycle ran
+	newJobs   []string      // arrived since the last cycle, for a light cycle
+	tickDue   bool          // a periodic tick is queued
+	metrics   *metrics
 }
 
 type timer struct {
@@ -221,7 +229,7 @@ func (w *world) handle(ev sim.Event) error {
 		j.queuedAt = w.now()
 		w.active = append(w.active, j)
 		w.metrics.arrived(j)
-		if len(w.newJobs) == 0 && !w.cycleDue {
+		if len(w.newJobs) == 0 {
 			_ = w.q.Push(sim.Event{At: w.now(), Kind: evTimer, Ref: refLight})
 		}
 		w.newJobs = append(w.newJobs, j.ID())
@@ -233,19 +241,25 @@ func (w *world) handle(ev sim.Event) error {
 	return nil
 }
 
-// wantCycle queues a scheduling cycle now, once.
+// wantCycle queues a full scheduling cycle, once: now, or Coalesce after
+// the last one.
 func (w *world) wantCycle() {
 	if w.cycleDue {
 		return
 	}
 	w.cycleDue = true
-	_ = w.q.Push(sim.Event{At: w.now(), Kind: evTimer, Ref: refCycle})
+	at := max(w.now(), w.lastCycle+w.opt.Coalesce)
+	if w.lastCycle == 0 && w.now() < w.opt.Coalesce {
+		at = w.now()
+	}
+	_ = w.q.Push(sim.Event{At: at, Kind: evTimer, Ref: refCycle})
 }
 
 func (w *world) timer(ref int) error {
 	switch ref {
 	case refCycle:
 		w.cycleDue = false
+		w.lastCycle = w.now()
 		w.newJobs = nil
 		if err := w.cycle(); err != nil {
 			return err
@@ -258,8 +272,8 @@ func (w *world) timer(ref int) error {
 		}
 		return nil
 	case refLight:
-		if w.cycleDue || len(w.newJobs) == 0 {
-			return nil // a full cycle at this instant covers them
+		if len(w.newJobs) == 0 {
+			return nil // a full cycle covered them
 		}
 		only := w.newJobs
 		w.newJobs = nil
