@@ -32,6 +32,8 @@ type Scheduler struct {
 	// shapes caches each job's shape key, by the number of its tasks
 	// still to start.
 	shapes map[string]shapeEntry
+	// quotaHold maps a team to the gang holding its quota (holdQuota).
+	quotaHold map[string]string
 	// invalid caches jobs found never to fit this cluster, valid those
 	// checked and fine: a job is validated once.
 	invalid map[string]string
@@ -53,6 +55,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
 		awaiting: map[string][]gpuRef{}, valid: map[string]bool{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
+		quotaHold: map[string]string{},
 	}
 }
 
@@ -175,6 +178,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		s.valid[j.ID()] = true
 	}
 	if !s.withinQuota(c, j) {
+		s.holdQuota(c, j)
 		return WaitQuota
 	}
 	if _, waiting := s.promised[j.ID()]; waiting {
@@ -279,6 +283,9 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 	delete(s.attempts, j.ID())
 	delete(s.backoff, j.ID())
 	delete(s.promisedNodes, j.ID())
+	if s.quotaHold[j.Spec.Team] == j.ID() {
+		delete(s.quotaHold, j.Spec.Team)
+	}
 }
 
 // createsInstance reports whether a uses a MIG instance missing from st.

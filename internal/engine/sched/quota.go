@@ -34,12 +34,37 @@ func (s *Scheduler) limit(c *cycle, team string) (int64, bool) {
 	return t.Guarantee, true
 }
 
+// withinQuota reports whether j fits its team's limit, leaving room for
+// a gang of its team that holds the quota (see holdQuota): small jobs must
+// not keep a big one out of its own team's quota for ever.
 func (s *Scheduler) withinQuota(c *cycle, j *Job) bool {
 	lim, ok := s.limit(c, j.Spec.Team)
 	if !ok {
 		return true
 	}
-	return c.usage[j.Spec.Team]+demand(j) <= lim
+	need := c.usage[j.Spec.Team] + demand(j)
+	if hid, held := s.quotaHold[j.Spec.Team]; held && hid != j.ID() {
+		if h, ok := c.byID[hid]; ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class {
+			need += demand(h)
+		}
+	}
+	return need <= lim
+}
+
+// holdQuota lets a gang that has waited ReserveAfter on its team's quota
+// hold it: from then on, jobs of its team and class or lower start only if
+// they leave the gang its share, so the quota drains to it as running work
+// ends.
+func (s *Scheduler) holdQuota(c *cycle, j *Job) {
+	if !s.cfg.Reserve || !j.Spec.IsGang() || c.in.Now-j.Submitted < s.cfg.ReserveAfter {
+		return
+	}
+	if hid, held := s.quotaHold[j.Spec.Team]; held {
+		if h, ok := c.byID[hid]; ok && h.Phase == Pending {
+			return
+		}
+	}
+	s.quotaHold[j.Spec.Team] = j.ID()
 }
 
 // withinGuarantee reports whether starting j keeps its team within its

@@ -27,7 +27,7 @@ func (w *world) cycleOf(only []string) error {
 	if w.opt.Trace != nil {
 		for id, wt := range d.Waiting {
 			j := w.byID[id]
-			if j.Spec.Class == workload.Production && w.now()-j.queuedAt > time.Minute && j.lastReason != wt.Reason {
+			if (j.Spec.Class == workload.Production && w.now()-j.queuedAt > time.Minute || w.now()-j.queuedAt > 10*time.Minute) && j.lastReason != wt.Reason {
 				j.lastReason = wt.Reason
 				w.tracef("wait %s (%s) %.0fs: %s", id, j.Spec.Team, (w.now() - j.queuedAt).Seconds(), wt.Reason)
 			}
@@ -49,7 +49,52 @@ func (w *world) cycleOf(only []string) error {
 	for _, p := range d.Preemptions {
 		w.preempt(p)
 	}
+	if w.opt.Check {
+		return w.checkInvariants()
+	}
 	return nil
+}
+
+// checkInvariants is Options.Check.
+func (w *world) checkInvariants() error {
+	if err := w.st.Check(); err != nil {
+		return fmt.Errorf("cluster invariant: %w", err)
+	}
+	cfg := w.sch.Config()
+	held := map[string]int64{}
+	for _, j := range w.active {
+		placed := 0
+		for _, a := range j.Placed {
+			if a != nil {
+				placed++
+				held[j.Spec.Team] += int64(jobShareOf(w, a) * 1000)
+			}
+		}
+		if cfg.Gangs && j.Spec.IsGang() && placed > 0 && placed < len(j.Placed) {
+			return fmt.Errorf("gang %s partly placed: %d of %d tasks", j.ID(), placed, len(j.Placed))
+		}
+	}
+	for _, t := range w.teams {
+		limit := t.Guarantee
+		if cfg.Borrow {
+			limit = max(t.Burst, t.Guarantee)
+		}
+		// A MIG slice counts its compute share in quotas and the larger of
+		// compute and memory here; allow that rounding.
+		if held[t.Name] > limit+limit/5+1000 {
+			return fmt.Errorf("team %s holds %d milli, above its limit %d", t.Name, held[t.Name], limit)
+		}
+	}
+	return nil
+}
+
+func jobShareOf(w *world, a *cluster.Assignment) float64 {
+	n := w.st.NodeByName(a.Node)
+	total := 0.0
+	for _, g := range a.Grants {
+		total += gpuShare(n, g)
+	}
+	return total
 }
 
 func (w *world) reconfigure(rc sched.Reconfig) error {

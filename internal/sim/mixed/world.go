@@ -36,6 +36,10 @@ type Options struct {
 	Coalesce time.Duration
 	// Trace, when set, receives one line per decision carried out.
 	Trace io.Writer
+	// Check verifies the invariants after every cycle (tests set it): the
+	// cluster's own, no gang partly running under a gang scheduler, no
+	// team above its burst (its guarantee without borrowing).
+	Check bool
 }
 
 func (o *Options) defaults() {
@@ -264,12 +268,7 @@ func (w *world) timer(ref int) error {
 		if err := w.cycle(); err != nil {
 			return err
 		}
-		// Time-based rules (reservations, cooldowns) need a look now and
-		// then even when nothing happens.
-		if w.anyPending() && !w.tickDue {
-			w.tickDue = true
-			_ = w.q.Push(sim.Event{At: w.now() + w.opt.CycleEvery, Kind: evTimer, Ref: refTick})
-		}
+		w.wantTick()
 		return nil
 	case refLight:
 		if len(w.newJobs) == 0 {
@@ -277,7 +276,11 @@ func (w *world) timer(ref int) error {
 		}
 		only := w.newJobs
 		w.newJobs = nil
-		return w.cycleOf(only)
+		if err := w.cycleOf(only); err != nil {
+			return err
+		}
+		w.wantTick()
+		return nil
 	case refTick:
 		w.tickDue = false
 		if w.anyPending() {
@@ -301,6 +304,16 @@ func (w *world) timer(ref int) error {
 		w.maybeRun(t.job)
 	}
 	return nil
+}
+
+// wantTick makes sure a periodic full cycle comes while jobs wait: time-
+// based rules (reservations, quota holds, cooldowns) need a look now and
+// then even when nothing happens.
+func (w *world) wantTick() {
+	if w.anyPending() && !w.tickDue {
+		w.tickDue = true
+		_ = w.q.Push(sim.Event{At: w.now() + w.opt.CycleEvery, Kind: evTimer, Ref: refTick})
+	}
 }
 
 func (w *world) after(d time.Duration, t timer) {

@@ -1,0 +1,147 @@
+package mixed
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"partita.dev/partita/internal/scenario"
+)
+
+func load(t *testing.T, path string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// The invariants hold after every cycle (Options.Check) for every
+// scheduler on the shipped scenarios, over a day and several seeds: no gang
+// partly running under a gang scheduler, no team above its limit, the
+// cluster's own invariants.
+func TestInvariantsHoldOnShippedScenarios(t *testing.T) {
+	hours := 24 * time.Hour
+	if testing.Short() {
+		hours = 6 * time.Hour
+	}
+	for _, file := range []string{"default.yaml", "demo.yaml"} {
+		sc := load(t, filepath.Join("..", "..", "..", "scenarios", file))
+		sc.Duration = hours
+		for _, name := range Schedulers {
+			for _, seed := range []int64{1, 2} {
+				r, err := Run(sc, Options{Scheduler: name, Seed: seed, Check: true})
+				if err != nil {
+					t.Fatalf("%s, %s, seed %d: %v", file, name, seed, err)
+				}
+				if r.Completed == 0 {
+					t.Errorf("%s, %s, seed %d: no job completed", file, name, seed)
+				}
+			}
+		}
+	}
+}
+
+// No OOM by construction for the schedulers that right-size or give whole
+// GPUs: every task gets at least its peak memory.
+func TestNoSchedulerPlacesATaskWhereItRunsOutOfMemory(t *testing.T) {
+	sc := load(t, filepath.Join("..", "..", "..", "scenarios", "default.yaml"))
+	sc.Duration = 12 * time.Hour
+	for _, name := range Schedulers {
+		r, err := Run(sc, Options{Scheduler: name, Seed: 1, Check: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OOMEvents != 0 {
+			t.Errorf("%s: %d OOM events", name, r.OOMEvents)
+		}
+	}
+}
+
+// A gang that needs the whole cluster starts although one-GPU jobs of its
+// own class keep arriving: after ReserveAfter it holds the nodes, which
+// drain as the running jobs end (30 min each). Without the reservation the
+// stream keeps it out; the test checks that it is not.
+func TestAGangIsNotStarvedByAStreamOfSmallJobs(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "starve.yaml"))
+	r, w := runWorld(t, sc, "partita")
+	big := w.byID["big-000000"]
+	if big == nil || !big.started {
+		t.Fatalf("the gang never started (waits: %v)", r.WaitP95)
+	}
+	// Bound: ReserveAfter (10 min) + the longest run on the reserved
+	// nodes (30 min) + cycles and slack.
+	if wait := big.firstRun - big.Submitted; wait > 50*time.Minute {
+		t.Errorf("the gang waited %v, more than the reservation bound", wait)
+	}
+	// And the stream was not blocked for good either.
+	if r.Completed < 100 {
+		t.Errorf("only %d jobs completed; the small jobs were starved", r.Completed)
+	}
+}
+
+// Team a borrows the whole cluster; team b asks for its guarantee and gets
+// it within 60 s plus the victims' grace period.
+func TestAGuaranteeIsReclaimedWithinTheWindow(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "reclaim.yaml"))
+	r, w := runWorld(t, sc, "partita")
+	if r.GuaranteeViolation != 0 {
+		t.Errorf("guarantee violated for %.0f s", r.GuaranteeViolation)
+	}
+	limit := time.Minute + w.sch.Config().Grace
+	for _, j := range w.jobs {
+		if j.Spec.Team != "b" {
+			continue
+		}
+		if !j.started {
+			t.Fatalf("%s never started", j.ID())
+		}
+		if wait := j.firstRun - j.Submitted; wait > limit {
+			t.Errorf("%s waited %v, more than %v", j.ID(), wait, limit)
+		}
+	}
+	if r.Preemptions == 0 {
+		t.Error("nothing was preempted: the scenario does not test reclaim")
+	}
+	// The naive scheduler has fixed quotas: a never borrows, so b is served
+	// at once too, but a's extra jobs wait instead.
+	rn, _ := runWorld(t, sc, "naive")
+	if rn.Preemptions != 0 {
+		t.Errorf("naive preempted %d jobs", rn.Preemptions)
+	}
+}
+
+// runWorld runs a scenario and returns the world too, for its jobs.
+func runWorld(t *testing.T, sc *scenario.Scenario, scheduler string) (*Result, *world) {
+	t.Helper()
+	opt := Options{Scheduler: scheduler, Seed: sc.Seed, Check: true}
+	opt.defaults()
+	w, err := newWorld(sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.loop(); err != nil {
+		t.Fatal(err)
+	}
+	return w.metrics.result(w), w
+}
+
+// Same seed, same result; the simulator is deterministic.
+func TestRunsAreDeterministic(t *testing.T) {
+	sc := load(t, filepath.Join("..", "..", "..", "scenarios", "demo.yaml"))
+	sc.Duration = 12 * time.Hour
+	a, err := Run(sc, Options{Scheduler: "partita", Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(sc, Options{Scheduler: "partita", Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Timeline, b.Timeline = nil, nil
+	if !reflect.DeepEqual(a.WaitP95, b.WaitP95) || a.UsefulUtilization != b.UsefulUtilization || a.Preemptions != b.Preemptions || a.Completed != b.Completed {
+		t.Errorf("two runs differ:\n%+v\n%+v", a, b)
+	}
+}
