@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -49,6 +51,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if !(f.speed > 0 && f.speed <= 1e6) {
 		fmt.Fprintf(stderr, "serve: --speed %v must be above 0 and at most 1000000\n", f.speed)
 		return 2
+	}
+	if os.Getenv("GOGC") == "" {
+		// The server's heap is small (tens of MB) and its CPU is what
+		// bounds submissions per second: collect less often.
+		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -98,8 +105,20 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if addr := os.Getenv("PARTITA_PPROF"); addr != "" {
+		// Profiling on a separate listener, for measuring the server
+		// under load; never on the API's.
+		go func() { log.Info("pprof", "err", http.ListenAndServe(addr, pprofMux())) }()
+	}
 	fmt.Fprintf(stdout, "Partita listening on http://%s (virtual cluster %s: %d GPUs at %gx; data in %s)\n", ln.Addr(), sc.Name, world.GPUs(), f.speed, f.dataDir)
 	return run(ctx, ln, srv.Handler(), world, log)
+}
+
+func pprofMux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	return m
 }
 
 // run serves until ctx ends, then drains requests and stops the world.

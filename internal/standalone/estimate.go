@@ -45,7 +45,7 @@ func (w *World) estimateStarts() map[string]time.Duration {
 	if w.est.starts != nil && w.opt.Wall().Sub(w.est.at) < estimateTTL {
 		return w.est.starts
 	}
-	w.mu.Lock()
+	w.lock()
 	now, st, teams, jobs := w.now, w.st.Clone(), append([]sched.Team(nil), w.teams...), w.projectionJobs()
 	w.mu.Unlock()
 	s := sched.New(w.est.cfg, rand.New(rand.NewSource(w.est.seed)))

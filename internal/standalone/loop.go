@@ -32,7 +32,7 @@ func (w *World) Run(ctx context.Context) error {
 // step does one wake's work under the lock and returns the enqueued
 // batch's outcome (nil when nothing changed).
 func (w *World) step() <-chan error {
-	w.mu.Lock()
+	w.lock()
 	defer w.mu.Unlock()
 	now := max(w.clk.now(), w.now)
 	for t := w.due(now); t != nil; t = w.due(now) {
@@ -42,10 +42,12 @@ func (w *World) step() <-chan error {
 	w.now = now
 	wall := w.opt.Wall()
 	sinceCycle := wall.Sub(w.lastCycle)
-	if sinceCycle >= w.opt.MinCycleGap && (w.wantCycle || sinceCycle >= w.opt.Tick && w.anyPending()) {
+	if sinceCycle >= w.cycleGap() && (w.wantCycle || sinceCycle >= w.opt.Tick && w.anyPending()) {
 		w.wantCycle = false
 		w.lastCycle = wall
+		began := time.Now()
 		w.cycle()
+		w.cycleTook = time.Since(began)
 	}
 	if wall.Sub(w.lastSaved) >= time.Second {
 		// Storing the clock now and then keeps a restart close to where
@@ -57,6 +59,15 @@ func (w *World) step() <-chan error {
 	return w.flush()
 }
 
+// cycleGap is the least wall time between cycles: MinCycleGap, or nine
+// times what the last cycle took when that is more. A cycle looks at every
+// pending job and holds a core while it does; with a long queue this keeps
+// the scheduler to a tenth of the CPU, which the API and the store's
+// writer need too.
+func (w *World) cycleGap() time.Duration {
+	return max(w.opt.MinCycleGap, 9*w.cycleTook)
+}
+
 // nextWake is the wall time until the loop has something to do.
 func (w *World) nextWake() time.Duration {
 	w.mu.Lock()
@@ -66,7 +77,7 @@ func (w *World) nextWake() time.Duration {
 		next = min(next, w.clk.wallUntil(w.timers[0].at))
 	}
 	if w.wantCycle {
-		next = min(next, w.opt.MinCycleGap-w.opt.Wall().Sub(w.lastCycle))
+		next = min(next, w.cycleGap()-w.opt.Wall().Sub(w.lastCycle))
 	}
 	return max(next, time.Millisecond)
 }
@@ -84,7 +95,7 @@ func (w *World) flush() <-chan error {
 	}
 	b := w.batch
 	w.batch = store.Batch{}
-	return w.store.Enqueue(store.ApplyFunc(&b))
+	return w.store.Enqueue(w.store.ApplyFunc(&b))
 }
 
 // update is the job's row as it is now.

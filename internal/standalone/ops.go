@@ -20,28 +20,44 @@ func (w *World) Prepare(rec *store.Job) {
 	rec.Runtime = store.Runtime{RunSince: -1, Remaining: rec.Spec.Duration, QueuedAt: now, ReadyAt: make([]time.Duration, len(rec.Spec.Tasks))}
 }
 
-// Add takes up a job the store has just accepted.
+// Add takes up a job the store has just accepted. It does not wait for
+// the world's lock, which a cycle holds while it runs: the job goes to an
+// inbox that every locked operation empties first.
 func (w *World) Add(rec *store.Job) error {
 	j, err := newJob(rec)
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.tomb[rec.ID] {
-		// Cancelled between its commit and now.
-		delete(w.tomb, rec.ID)
-		return nil
-	}
-	if _, dup := w.jobs[rec.ID]; dup {
-		return fmt.Errorf("job %s: already in the world", rec.ID)
-	}
 	j.Phase = sched.Pending
-	w.jobs[rec.ID] = j
-	w.active = append(w.active, j)
-	w.wantCycle = true
+	w.inboxMu.Lock()
+	w.inbox = append(w.inbox, j)
+	w.inboxMu.Unlock()
 	w.poke()
 	return nil
+}
+
+// lock takes the world's lock and takes up the jobs added since.
+func (w *World) lock() {
+	w.mu.Lock()
+	w.inboxMu.Lock()
+	in := w.inbox
+	w.inbox = nil
+	w.inboxMu.Unlock()
+	for _, j := range in {
+		id := j.rec.ID
+		if w.tomb[id] {
+			// Cancelled between its commit and now.
+			delete(w.tomb, id)
+			continue
+		}
+		if _, dup := w.jobs[id]; dup {
+			w.opt.Log.Error("add: job already in the world", "job", id)
+			continue
+		}
+		w.jobs[id] = j
+		w.active = append(w.active, j)
+		w.wantCycle = true
+	}
 }
 
 // newJob builds the world's job from its record.
@@ -66,7 +82,7 @@ func newJob(rec *store.Job) (*job, error) {
 // job (finished, or accepted by the store but not added yet: then a later
 // Add ignores it, and the caller cancels it in the store).
 func (w *World) Cancel(ctx context.Context, id, reason string) (found bool, err error) {
-	w.mu.Lock()
+	w.lock()
 	j := w.jobs[id]
 	if j == nil {
 		w.tomb[id] = true
@@ -85,7 +101,7 @@ func (w *World) Cancel(ctx context.Context, id, reason string) (found bool, err 
 // Forget drops a tombstone Cancel left for a job the store says is
 // finished.
 func (w *World) Forget(id string) {
-	w.mu.Lock()
+	w.lock()
 	defer w.mu.Unlock()
 	delete(w.tomb, id)
 }
@@ -93,7 +109,7 @@ func (w *World) Forget(id string) {
 // SetClass changes an unfinished job's priority class and waits until
 // that is stored; found is false when the world does not have the job.
 func (w *World) SetClass(ctx context.Context, id string, class workload.Class, by string) (found bool, err error) {
-	w.mu.Lock()
+	w.lock()
 	j := w.jobs[id]
 	if j == nil {
 		w.mu.Unlock()

@@ -19,7 +19,7 @@ func (w *World) Clock() api.Clock {
 
 // Record returns a copy of an unfinished job's record as the world has it.
 func (w *World) Record(id string) (*store.Job, bool) {
-	w.mu.Lock()
+	w.lock()
 	defer w.mu.Unlock()
 	j := w.jobs[id]
 	if j == nil {
@@ -82,7 +82,7 @@ func (w *World) slot(j *job, waiting int, starts map[string]time.Duration) api.Q
 // empty), in each team's queue order.
 func (w *World) Queue(team string) api.Queue {
 	starts := w.estimateStarts()
-	w.mu.Lock()
+	w.lock()
 	defer w.mu.Unlock()
 	q := api.Queue{Clock: api.Clock{Now: w.Time(w.now), Speed: w.opt.Speed}, Teams: []api.TeamQueue{}}
 	byTeam := map[string][]api.QueueEntry{}
@@ -114,7 +114,7 @@ func (w *World) Queue(team string) api.Queue {
 // Cluster describes every node. For a caller of team (every team when
 // empty) the tasks of other teams show as busy, without their jobs.
 func (w *World) Cluster(team string) api.Cluster {
-	w.mu.Lock()
+	w.lock()
 	defer w.mu.Unlock()
 	owner := map[string]*job{} // task name -> job
 	for _, j := range w.active {
@@ -172,7 +172,7 @@ type Stats struct {
 
 // Stats reads the gauges' values.
 func (w *World) Stats() Stats {
-	w.mu.Lock()
+	w.lock()
 	defer w.mu.Unlock()
 	s := Stats{Utilization: w.utilization(), Queued: map[[2]string]int{}, Held: map[string]float64{}}
 	for i := 0; i < w.st.Len(); i++ {

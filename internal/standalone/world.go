@@ -55,7 +55,7 @@ type Options struct {
 	Tick time.Duration
 	// MinCycleGap is the least wall time between two cycles, so that a
 	// burst of submissions is scheduled in a few cycles, not one each.
-	MinCycleGap time.Duration // default 50 ms
+	MinCycleGap time.Duration // default 100 ms
 	Seed        int64
 	Wall        func() time.Time // default time.Now
 	Log         *slog.Logger
@@ -73,7 +73,7 @@ func (o *Options) defaults() {
 		o.Tick = time.Second
 	}
 	if o.MinCycleGap == 0 {
-		o.MinCycleGap = 50 * time.Millisecond
+		o.MinCycleGap = 100 * time.Millisecond
 	}
 	if o.Wall == nil {
 		o.Wall = time.Now
@@ -111,6 +111,9 @@ type World struct {
 	capacity *workload.Capacity  // fixed: the nodes never change
 	nodes    map[string]nodeInfo // fixed facts of each node
 
+	inboxMu sync.Mutex
+	inbox   []*job // added, not yet taken up (lock does)
+
 	mu        sync.Mutex
 	st        *cluster.State
 	sch       *sched.Scheduler
@@ -126,8 +129,9 @@ type World struct {
 	batch     store.Batch
 	dirty     []*job
 	wantCycle bool
-	lastCycle time.Time // wall
-	lastSaved time.Time // wall: when the clock was last stored
+	lastCycle time.Time     // wall
+	cycleTook time.Duration // wall time of the last cycle
+	lastSaved time.Time     // wall: when the clock was last stored
 	tomb      map[string]bool
 	kick      chan struct{}
 	est       estimates
@@ -267,12 +271,9 @@ func (w *World) Capacity() *workload.Capacity { return w.capacity }
 // Speed is cluster seconds per wall second.
 func (w *World) Speed() float64 { return w.opt.Speed }
 
-// Now is the cluster time now.
-func (w *World) Now() time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return max(w.clk.now(), w.now)
-}
+// Now is the cluster time now. The clock is fixed at New, so this needs
+// no lock; the world's own time (of its last change) never passes it.
+func (w *World) Now() time.Duration { return w.clk.now() }
 
 // Time renders cluster time t as a timestamp.
 func (w *World) Time(t time.Duration) time.Time { return w.clk.at(t) }

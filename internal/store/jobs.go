@@ -108,7 +108,7 @@ func (s *Store) Submit(ctx context.Context, j *Job, events []Event) (stored *Job
 	err = s.Do(ctx, func(tx *sql.Tx) error {
 		if j.IdemKey != "" {
 			var id, hash string
-			err := tx.QueryRow(`SELECT id, idem_hash FROM jobs WHERE team = ? AND idem_key = ?`, j.Team, j.IdemKey).Scan(&id, &hash)
+			err := s.stmt(tx, qSelectIdem).QueryRow(j.Team, j.IdemKey).Scan(&id, &hash)
 			switch {
 			case err == nil && hash == j.IdemHash:
 				stored, err = getJob(tx, id)
@@ -120,16 +120,16 @@ func (s *Store) Submit(ctx context.Context, j *Job, events []Event) (stored *Job
 				return err
 			}
 		}
-		if err := insertJob(tx, j); err != nil {
+		if err := s.insertJob(tx, j); err != nil {
 			return err
 		}
 		stored = j
-		return insertEvents(tx, events)
+		return s.insertEvents(tx, events)
 	})
 	return stored, replayed, err
 }
 
-func insertJob(tx *sql.Tx, j *Job) error {
+func (s *Store) insertJob(tx *sql.Tx, j *Job) error {
 	spec, err := json.Marshal(j.Spec)
 	if err != nil {
 		return err
@@ -138,9 +138,7 @@ func insertJob(tx *sql.Tx, j *Job) error {
 	if err != nil {
 		return err
 	}
-	res, err := tx.Exec(`INSERT INTO jobs (id, team, project, user, name, class, state, reason, spec, request,
-		idem_key, idem_hash, submitted_at, started_at, finished_at, attempts, runtime)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := s.stmt(tx, qInsertJob).Exec(
 		j.ID, j.Team, j.Project, j.User, j.Name, j.Class, j.State, j.Reason, spec, j.Request,
 		nullable(j.IdemKey), nullable(j.IdemHash), int64(j.SubmittedAt), int64(j.StartedAt), int64(j.FinishedAt), j.Attempts, rt)
 	if err != nil {
@@ -157,9 +155,9 @@ func nullable(s string) any {
 	return s
 }
 
-func insertEvents(tx *sql.Tx, events []Event) error {
+func (s *Store) insertEvents(tx *sql.Tx, events []Event) error {
 	for _, e := range events {
-		if _, err := tx.Exec(`INSERT INTO events (job, at, state, reason) VALUES (?, ?, ?, ?)`, e.Job, int64(e.At), e.State, e.Reason); err != nil {
+		if _, err := s.stmt(tx, qInsertEvent).Exec(e.Job, int64(e.At), e.State, e.Reason); err != nil {
 			return fmt.Errorf("event of %s: %w", e.Job, err)
 		}
 	}
@@ -167,21 +165,21 @@ func insertEvents(tx *sql.Tx, events []Event) error {
 }
 
 // ApplyFunc returns the change that applies a batch, for Enqueue.
-func ApplyFunc(b *Batch) func(tx *sql.Tx) error {
+func (s *Store) ApplyFunc(b *Batch) func(tx *sql.Tx) error {
 	return func(tx *sql.Tx) error {
 		for _, u := range b.Jobs {
-			if err := updateJob(tx, u); err != nil {
+			if err := s.updateJob(tx, u); err != nil {
 				return err
 			}
 		}
-		if err := insertEvents(tx, b.Events); err != nil {
+		if err := s.insertEvents(tx, b.Events); err != nil {
 			return err
 		}
-		if err := insertLedger(tx, b.Ledger); err != nil {
+		if err := s.insertLedger(tx, b.Ledger); err != nil {
 			return err
 		}
 		for _, c := range b.Close {
-			if err := closeHolds(tx, c); err != nil {
+			if err := s.closeHolds(tx, c); err != nil {
 				return err
 			}
 		}
@@ -194,16 +192,15 @@ func ApplyFunc(b *Batch) func(tx *sql.Tx) error {
 
 // Apply commits a batch and waits for it.
 func (s *Store) Apply(ctx context.Context, b *Batch) error {
-	return s.Do(ctx, ApplyFunc(b))
+	return s.Do(ctx, s.ApplyFunc(b))
 }
 
-func updateJob(tx *sql.Tx, u JobUpdate) error {
+func (s *Store) updateJob(tx *sql.Tx, u JobUpdate) error {
 	rt, err := json.Marshal(u.Runtime)
 	if err != nil {
 		return err
 	}
-	res, err := tx.Exec(`UPDATE jobs SET class = ?, state = ?, reason = ?, started_at = ?, finished_at = ?, attempts = ?, runtime = ? WHERE id = ?`,
-		u.Class, u.State, u.Reason, int64(u.StartedAt), int64(u.FinishedAt), u.Attempts, rt, u.ID)
+	res, err := s.stmt(tx, qUpdateJob).Exec(u.Class, u.State, u.Reason, int64(u.StartedAt), int64(u.FinishedAt), u.Attempts, rt, u.ID)
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", u.ID, err)
 	}
@@ -233,7 +230,7 @@ func (s *Store) CancelQueued(ctx context.Context, id string, at time.Duration, r
 			return err
 		}
 		state, cancelled = "cancelled", true
-		return insertEvents(tx, []Event{{Job: id, At: at, State: "cancelled", Reason: reason}})
+		return s.insertEvents(tx, []Event{{Job: id, At: at, State: "cancelled", Reason: reason}})
 	})
 	return state, cancelled, err
 }

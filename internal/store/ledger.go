@@ -35,10 +35,9 @@ const (
 	End   = "end"
 )
 
-func insertLedger(tx *sql.Tx, entries []LedgerEntry) error {
+func (s *Store) insertLedger(tx *sql.Tx, entries []LedgerEntry) error {
 	for _, e := range entries {
-		_, err := tx.Exec(`INSERT INTO ledger (hold, kind, at, job, task, team, project, user, class, node, gpu, model, tier, slice, share)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.stmt(tx, qInsertLedger).Exec(
 			e.Hold, e.Kind, int64(e.At), e.Job, e.Task, e.Team, e.Project, e.User, e.Class, e.Node, e.GPU, e.Model, e.Tier, e.Slice, e.Share)
 		if err != nil {
 			return fmt.Errorf("ledger %s %s: %w", e.Kind, e.Hold, err)
@@ -47,11 +46,8 @@ func insertLedger(tx *sql.Tx, entries []LedgerEntry) error {
 	return nil
 }
 
-func closeHolds(tx *sql.Tx, c CloseHolds) error {
-	_, err := tx.Exec(`INSERT INTO ledger (hold, kind, at, job, task, team, project, user, class, node, gpu, model, tier, slice, share)
-		SELECT hold, 'end', max(?, at), job, task, team, project, user, class, node, gpu, model, tier, slice, share
-		FROM ledger b WHERE b.job = ? AND b.kind = 'begin'
-		AND NOT EXISTS (SELECT 1 FROM ledger e WHERE e.hold = b.hold AND e.kind = 'end') ORDER BY b.seq`, int64(c.At), c.Job)
+func (s *Store) closeHolds(tx *sql.Tx, c CloseHolds) error {
+	_, err := s.stmt(tx, qCloseHolds).Exec(int64(c.At), c.Job)
 	if err != nil {
 		return fmt.Errorf("ledger: close holds of %s: %w", c.Job, err)
 	}
@@ -106,7 +102,7 @@ func (s *Store) Ledger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, erro
 
 // Hold is a begin entry and, when the hold has ended, the time it ended.
 type Hold struct {
-	LedgerEntry       // the begin
+	LedgerEntry // the begin
 	End         time.Duration
 	Open        bool // no end yet: the hold goes on
 }

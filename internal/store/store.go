@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -33,13 +34,49 @@ const FileName = "partita.db"
 
 // Store is an open database.
 type Store struct {
-	path string
-	w    *sql.DB // one connection: the writer's
-	r    *sql.DB // readers; WAL lets them run beside the writer
-	ops  chan *op
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	path   string
+	w      *sql.DB // one connection: the writer's
+	r      *sql.DB // readers; WAL lets them run beside the writer
+	ck     *sql.DB // checkpoints, off the writer's path
+	ops    chan *op
+	quit   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	ckDone chan struct{}
+
+	stmts map[string]*sql.Stmt // the writer's prepared statements, fixed at Open
+}
+
+// Statements the writer runs for every submission and world batch. They
+// are prepared once, at Open: SQLite spends more parsing a small INSERT
+// than running it. (They cannot be prepared later: the writer's one
+// connection is then inside a transaction.)
+const (
+	qSelectIdem   = `SELECT id, idem_hash FROM jobs WHERE team = ? AND idem_key = ?`
+	qInsertJob    = `INSERT INTO jobs (id, team, project, user, name, class, state, reason, spec, request, idem_key, idem_hash, submitted_at, started_at, finished_at, attempts, runtime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertEvent  = `INSERT INTO events (job, at, state, reason) VALUES (?, ?, ?, ?)`
+	qUpdateJob    = `UPDATE jobs SET class = ?, state = ?, reason = ?, started_at = ?, finished_at = ?, attempts = ?, runtime = ? WHERE id = ?`
+	qInsertLedger = `INSERT INTO ledger (hold, kind, at, job, task, team, project, user, class, node, gpu, model, tier, slice, share) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qCloseHolds   = `INSERT INTO ledger (hold, kind, at, job, task, team, project, user, class, node, gpu, model, tier, slice, share)
+		SELECT hold, 'end', max(?, at), job, task, team, project, user, class, node, gpu, model, tier, slice, share
+		FROM ledger b WHERE b.job = ? AND b.kind = 'begin'
+		AND NOT EXISTS (SELECT 1 FROM ledger e WHERE e.hold = b.hold AND e.kind = 'end') ORDER BY b.seq`
+)
+
+func (s *Store) prepare() error {
+	for _, q := range []string{qSelectIdem, qInsertJob, qInsertEvent, qUpdateJob, qInsertLedger, qCloseHolds} {
+		st, err := s.w.Prepare(q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// stmt is the prepared statement of query, for use in tx.
+func (s *Store) stmt(tx *sql.Tx, query string) *sql.Stmt {
+	return tx.Stmt(s.stmts[query])
 }
 
 // ErrNotFound is returned for a missing row.
@@ -71,9 +108,40 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{path: path, w: w, r: r, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{})}
+	ck, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	s := &Store{path: path, w: w, r: r, ck: ck, ops: make(chan *op, 4096), quit: make(chan struct{}), done: make(chan struct{}), ckDone: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	if err := s.prepare(); err != nil {
+		_ = errors.Join(w.Close(), r.Close(), ck.Close())
+		return nil, err
+	}
 	go s.writer()
+	go s.checkpointer()
 	return s, nil
+}
+
+// checkpointer copies the WAL into the database file every second. The
+// writer's automatic checkpoints are off: run inside a commit, they made
+// every thousandth commit (and every caller waiting on it) slow. A
+// passive checkpoint waits for no one and blocks no one.
+func (s *Store) checkpointer() {
+	defer close(s.ckDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			_, _ = s.ck.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+			return
+		case <-t.C:
+			_, _ = s.ck.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+		}
+	}
 }
 
 // dsn sets the pragmas on every connection: WAL, synchronous=FULL (see
@@ -85,6 +153,7 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {
@@ -103,7 +172,8 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.quit)
 		<-s.done
-		err = errors.Join(s.r.Close(), s.w.Close())
+		<-s.ckDone
+		err = errors.Join(s.r.Close(), s.w.Close(), s.ck.Close())
 	})
 	return err
 }

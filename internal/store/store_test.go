@@ -90,7 +90,7 @@ func TestRefusedChangeDoesNotUndoItsBatch(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
 	bad := s.Enqueue(func(tx *sql.Tx) error { return errors.New("refused") })
-	good := s.Enqueue(ApplyFunc(&Batch{Events: []Event{{Job: "x", State: "queued", Reason: "r"}}}))
+	good := s.Enqueue(s.ApplyFunc(&Batch{Events: []Event{{Job: "x", State: "queued", Reason: "r"}}}))
 	if err := s.Wait(ctx, bad); err == nil {
 		t.Fatal("refused change reported nil")
 	}

@@ -105,18 +105,49 @@ func (s *Store) commit(batch []*op) {
 	}
 }
 
+// runBatch runs the batch's ops in one transaction. Most batches have no
+// refused op, so the first try runs them bare; if one is refused, the
+// transaction is rolled back and the batch run again with each op under
+// a savepoint (SQLite's statement journal costs more than the ops
+// themselves, so it is kept for the rare batch that needs it). Ops only
+// touch their tx, so running one twice is safe.
 func (s *Store) runBatch(batch []*op, errs []error) error {
+	ok, err := s.tryBatch(batch, errs, false)
+	if err != nil || ok {
+		return err
+	}
+	_, err = s.tryBatch(batch, errs, true)
+	return err
+}
+
+func (s *Store) tryBatch(batch []*op, errs []error, saved bool) (bool, error) {
 	tx, err := s.w.Begin()
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
+		return false, fmt.Errorf("store: begin: %w", err)
 	}
 	for i, o := range batch {
-		errs[i] = runSaved(tx, o.run)
+		if saved {
+			errs[i] = runSaved(tx, o.run)
+			continue
+		}
+		if errs[i] = runBare(tx, o.run); errs[i] != nil {
+			_ = tx.Rollback()
+			return false, nil
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return false, fmt.Errorf("store: commit: %w", err)
 	}
-	return nil
+	return true, nil
+}
+
+func runBare(tx *sql.Tx, fn func(*sql.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: change panicked: %v", r)
+		}
+	}()
+	return fn(tx)
 }
 
 // runSaved runs fn under a savepoint, rolling back only fn's changes when
