@@ -1,0 +1,105 @@
+package sched
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestLightCycleConsidersOnlyTheJobsNamed(t *testing.T) {
+	// Two free GPUs. old (2 GPUs) would go first in a full cycle; a light
+	// cycle for fresh leaves it alone.
+	st := fleet(t).nodes(1).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("old").gpus(2), job("fresh").gpus(1).submitted(time.Minute))
+	d := w.light("fresh")
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"fresh"}) {
+		t.Errorf("started %v, want [fresh]", got)
+	}
+	if _, ok := d.Waiting["old"]; ok {
+		t.Errorf("old, not named, is in Waiting: %+v", d.Waiting["old"])
+	}
+	// A full cycle now finds old waiting, with its position.
+	d = w.cycle()
+	if got := d.Waiting["old"]; got != (Wait{Position: 1, Reason: WaitNoRoom}) {
+		t.Errorf("full cycle: old waits %+v, want position 1, %q", got, WaitNoRoom)
+	}
+}
+
+func TestLightCycleKeepsTheOrderGivenAndSetsNoPositions(t *testing.T) {
+	// One free GPU; b is named first, so b gets it, though a is older.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("a"), job("b").submitted(time.Minute))
+	d := w.light("b", "a", "unknown")
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Errorf("started %v, want [b]", got)
+	}
+	if got, ok := d.Waiting["a"]; !ok || got.Position != 0 || got.Reason != WaitNoRoom {
+		t.Errorf("a waits %+v (present %v), want position 0, %q", got, ok, WaitNoRoom)
+	}
+	if len(d.Waiting) != 1 {
+		t.Errorf("waiting = %+v, want only a", d.Waiting)
+	}
+}
+
+func TestLightCycleStartsAJobNamedTwiceOnce(t *testing.T) {
+	knownBug(t, "cycle.go Cycle considers every ID of Input.Only as often as it is listed: a job "+
+		"named twice is started twice (two Starts for its task 0 on two nodes) when room allows, "+
+		"or both started and listed in Waiting; Only is not deduplicated and a job started in the "+
+		"cycle is not skipped")
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("b"))
+	d := w.sch.Cycle(Input{Now: 0, Cluster: w.st, Jobs: w.jobs, Only: []string{"b", "b"}})
+	if got := len(startsOf(d, "b")); got != 1 {
+		t.Errorf("b, one task, got %d starts: %+v", got, d.Starts)
+	}
+	if _, ok := d.Waiting["b"]; ok {
+		t.Errorf("b both starts and waits: %+v", d.Waiting["b"])
+	}
+}
+
+func TestLightCycleIgnoresJobsNotPending(t *testing.T) {
+	st := fleet(t).nodes(1).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st))
+	w.running(job("runs"), 0, 0, "n1:0")
+	d := w.light("runs")
+	if len(d.Starts) != 0 || len(d.Waiting) != 0 {
+		t.Errorf("a light cycle for a running job: starts %v, waiting %+v; want nothing", startedJobs(d), d.Waiting)
+	}
+}
+
+func TestInvalidJobsWaitWithTheValidationMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		job  *jobBuilder
+		want string
+	}{
+		{"9 GPUs on 8-GPU nodes", job("big").gpus(9),
+			WaitInvalidSpec + ": job big: task big/0: asks for 9 GPUs but the largest node has 8 (H100-80GB)"},
+		{"a MIG profile no GPU offers", job("odd").migProfile("1g.5gb"),
+			WaitInvalidSpec + `: job odd: task odd/0: mig profile "1g.5gb": no GPU in the cluster offers it`},
+		{"more GPU memory than any GPU has", job("huge").gpuMemory(200*1024, 0.5),
+			WaitInvalidSpec + ": job huge: task huge/0: gpu memory: peak 204800 MiB is more than the largest GPU has (81920 MiB)"},
+	}
+	for _, tc := range tests {
+		for _, preset := range []string{"naive", "gang-drf", "partita"} {
+			t.Run(preset+"/"+tc.name, func(t *testing.T) {
+				st := fleet(t).nodes(2).gpus(8, "H100-80GB").build()
+				w := newWorld(t, st, newScheduler(t, preset, st)).submit(tc.job, job("fine").gpus(8).submitted(time.Minute))
+				id := tc.job.spec.ID
+				for cycle := 1; cycle <= 2; cycle++ {
+					d := w.at(time.Duration(cycle) * time.Minute).cycle()
+					got := reasonOf(d, id)
+					if len(got) < len(tc.want) || got[:len(tc.want)] != tc.want {
+						t.Errorf("cycle %d: %s waits %q, want %q", cycle, id, got, tc.want)
+					}
+					if len(d.Reconfigs) != 0 || len(d.Preemptions) != 0 || len(startsOf(d, id)) != 0 {
+						t.Errorf("cycle %d: the invalid job caused %+v", cycle, d)
+					}
+				}
+				if w.job("fine").Phase != Running {
+					t.Errorf("the valid job behind it is %v, want running", w.job("fine").Phase)
+				}
+			})
+		}
+	}
+}

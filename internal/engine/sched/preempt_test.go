@@ -1,0 +1,400 @@
+package sched
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const hour = time.Hour
+
+func TestProductionPreemptsBestEffortOfItsTeam(t *testing.T) {
+	for _, preset := range []string{"partita", "gang-drf"} {
+		t.Run(preset, func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, preset, st)).at(hour)
+			w.running(job("scavenge").team("a").bestEffort().gpus(8), 0, 0, "n1:0,1,2,3,4,5,6,7")
+			w.submit(job("serve").team("a").production().gpus(4).submitted(hour))
+
+			d := w.decide()
+			want := []Preemption{{Job: "scavenge", For: "serve", Reason: "preempted for serve (production, team a)", Grace: 30 * time.Second}}
+			if !reflect.DeepEqual(d.Preemptions, want) {
+				t.Errorf("preemptions = %+v, want %+v", d.Preemptions, want)
+			}
+			if len(d.Starts) != 0 {
+				t.Errorf("started %v while the victim still holds the GPUs", startedJobs(d))
+			}
+			if got := reasonOf(d, "serve"); got != WaitPreempting {
+				t.Errorf("serve waits %q, want %q", got, WaitPreempting)
+			}
+		})
+	}
+}
+
+func TestNoPreemptionWithoutAHigherClass(t *testing.T) {
+	tests := []struct {
+		name    string
+		preset  string
+		victim  *jobBuilder
+		pending *jobBuilder
+	}{
+		{"batch does not evict batch of its team", "partita", job("old").team("a").gpus(8), job("new").team("a").gpus(4)},
+		{"production does not evict production", "partita", job("old").team("a").production().gpus(8), job("new").team("a").production().gpus(4)},
+		{"best-effort evicts no one", "partita", job("old").team("a").bestEffort().gpus(8), job("new").team("a").bestEffort().gpus(4)},
+		{"naive never preempts", "naive", job("old").team("a").bestEffort().gpus(8), job("new").team("a").production().gpus(4)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, tc.preset, st)).at(hour)
+			w.running(tc.victim, 0, 0, "n1:0,1,2,3,4,5,6,7")
+			w.submit(tc.pending)
+			d := w.decide()
+			if len(d.Preemptions) != 0 {
+				t.Errorf("preemptions = %+v, want none", d.Preemptions)
+			}
+			if got := reasonOf(d, "new"); got != WaitNoRoom {
+				t.Errorf("new waits %q, want %q", got, WaitNoRoom)
+			}
+		})
+	}
+}
+
+// victimCase is a cluster of small nodes, each full, and one production
+// task of one GPU that needs one victim: which one is chosen.
+type victimCase struct {
+	name    string
+	nodes   int // nodes of gpusPer GPUs
+	gpusPer int
+	teams   []*teamBuilder
+	run     func(w *world)
+	want    string
+}
+
+func TestVictimChoiceOrder(t *testing.T) {
+	now := hour
+	tests := []victimCase{
+		{
+			name: "borrowed capacity goes before a lower class",
+			// b holds its guarantee with best-effort work; c borrows with
+			// batch work. The preemptor's team is within its guarantee, so
+			// both are eligible.
+			nodes: 2, gpusPer: 1,
+			teams: []*teamBuilder{team("a").guarantee(1).burst(1), team("b").guarantee(1).burst(8), team("c").burst(8)},
+			run: func(w *world) {
+				w.running(job("b-best-effort").team("b").bestEffort(), 0, 0, "n1:0")
+				w.running(job("c-borrowed-batch").team("c"), 0, 0, "n2:0")
+			},
+			want: "c-borrowed-batch",
+		},
+		{
+			name:  "the lowest class goes before the most recent checkpoint",
+			nodes: 2, gpusPer: 1,
+			run: func(w *world) {
+				w.running(job("batch-fresh").team("a"), 0, now-time.Minute, "n1:0")
+				w.running(job("best-effort-stale").team("a").bestEffort(), 0, now-50*time.Minute, "n2:0")
+			},
+			want: "best-effort-stale",
+		},
+		{
+			name:  "the most recent checkpoint goes before the fewest GPUs",
+			nodes: 2, gpusPer: 2,
+			run: func(w *world) {
+				w.running(job("one-gpu-stale").team("a").bestEffort(), 0, now-30*time.Minute, "n1:0")
+				w.running(job("keeper").team("a").production(), 0, 0, "n1:1")
+				w.running(job("two-gpus-fresh").team("a").bestEffort().gpus(2), 0, now-time.Minute, "n2:0,1")
+			},
+			want: "two-gpus-fresh",
+		},
+		{
+			name:  "the fewest GPUs go before the ID",
+			nodes: 2, gpusPer: 2,
+			run: func(w *world) {
+				w.running(job("a-two-gpus").team("a").bestEffort().gpus(2), 0, 0, "n1:0,1")
+				w.running(job("b-one-gpu").team("a").bestEffort(), 0, 0, "n2:0")
+				w.running(job("keeper").team("a").production(), 0, 0, "n2:1")
+			},
+			want: "b-one-gpu",
+		},
+		{
+			name:  "equal candidates go by ID",
+			nodes: 2, gpusPer: 1,
+			run: func(w *world) {
+				w.running(job("b-job").team("a").bestEffort(), 0, 0, "n1:0")
+				w.running(job("a-job").team("a").bestEffort(), 0, 0, "n2:0")
+			},
+			want: "a-job",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := fleet(t).nodes(tc.nodes).gpus(tc.gpusPer, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, "partita", st), tc.teams...).at(now)
+			tc.run(w)
+			w.submit(job("serve").team("a").production().submitted(now))
+			d := w.decide()
+			if got := victimsOf(d); !reflect.DeepEqual(got, []string{tc.want}) {
+				t.Errorf("victims = %v, want [%s]", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVictimSearchGivesBackVictimsNotNeeded(t *testing.T) {
+	// One node of 3 GPUs: fresh (1 GPU, checkpointed a minute ago) comes
+	// first in victim order, stale (2 GPUs) second. A gang of two 1-GPU
+	// tasks fits only once stale goes, and then fits without evicting
+	// fresh too.
+	st := fleet(t).nodes(1).gpus(3, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.running(job("fresh").team("a").bestEffort(), 0, hour-time.Minute, "n1:0")
+	w.running(job("stale").team("a").bestEffort().gpus(2), 0, hour-30*time.Minute, "n1:1,2")
+	w.submit(job("serve").team("a").production().gang(2).gpus(1).submitted(hour))
+	d := w.decide()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"stale"}) {
+		t.Errorf("victims = %v, want [stale]", got)
+	}
+}
+
+func TestVictimSearchPicksTheNodeNeedingFewestVictims(t *testing.T) {
+	// n1 holds two one-GPU jobs that come first in victim order; n2 one
+	// two-GPU job. A two-GPU task needs both of n1's or n2's one.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.running(job("small-1").team("a").bestEffort(), 0, hour, "n1:0")
+	w.running(job("small-2").team("a").bestEffort(), 0, hour, "n1:1")
+	w.running(job("big").team("a").bestEffort().gpus(2), 0, 0, "n2:0,1")
+	w.submit(job("serve").team("a").production().gpus(2).submitted(hour))
+	d := w.decide()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"big"}) {
+		t.Errorf("victims = %v, want [big]", got)
+	}
+}
+
+func TestReclaim(t *testing.T) {
+	// One node of 4 GPUs, full; team a asks for 2.
+	tests := []struct {
+		name    string
+		teams   []*teamBuilder
+		run     func(w *world)
+		pending *jobBuilder
+		victims []string
+		reason  string // in the preemption's Reason
+	}{
+		{
+			name:    "a team within its guarantee evicts a borrowing team's job of the same class",
+			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").burst(8)},
+			run:     func(w *world) { w.running(job("b-job").team("b").gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").gpus(2),
+			victims: []string{"b-job"},
+			reason:  "team a reclaims its guarantee for a-job",
+		},
+		{
+			name:    "a team within its guarantee evicts a borrower's production work",
+			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").burst(8)},
+			run:     func(w *world) { w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").gpus(2),
+			victims: []string{"b-serve"},
+			reason:  "team a reclaims its guarantee",
+		},
+		{
+			name:    "reclaim never takes a team below its own guarantee",
+			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").guarantee(3).burst(8)},
+			run:     func(w *world) { w.running(job("b-job").team("b").gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").gpus(2),
+		},
+		{
+			name:  "a borrowing team loses only jobs it holds beyond its guarantee",
+			teams: []*teamBuilder{team("a").guarantee(4).burst(4), team("b").guarantee(2).burst(8)},
+			run: func(w *world) {
+				w.running(job("b-1").team("b").gpus(2), 0, 0, "n1:0,1")
+				w.running(job("b-2").team("b").gpus(2), 0, 0, "n1:2,3")
+			},
+			pending: job("a-job").team("a").gpus(2),
+			victims: []string{"b-1"},
+		},
+		{
+			name:    "a team beyond its guarantee does not reclaim",
+			teams:   []*teamBuilder{team("a").guarantee(1).burst(4), team("b").burst(8)},
+			run:     func(w *world) { w.running(job("b-job").team("b").gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").gpus(2),
+		},
+		{
+			name:    "production beyond its team's guarantee does not evict another team's guaranteed batch work",
+			teams:   []*teamBuilder{team("a").burst(8), team("b").guarantee(4).burst(8)},
+			run:     func(w *world) { w.running(job("b-job").team("b").gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-serve").team("a").production().gpus(2),
+		},
+		{
+			name:    "production within its team's guarantee evicts another team's guaranteed batch work",
+			teams:   []*teamBuilder{team("a").guarantee(2).burst(8), team("b").guarantee(4).burst(8)},
+			run:     func(w *world) { w.running(job("b-job").team("b").gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-serve").team("a").production().gpus(2),
+			victims: []string{"b-job"},
+			reason:  "preempted for a-serve (production, team a)",
+		},
+		{
+			name:    "production of a team without a Team entry does not evict another team",
+			teams:   []*teamBuilder{team("b").guarantee(4).burst(8)},
+			run:     func(w *world) { w.running(job("b-job").team("b").bestEffort().gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-serve").team("a").production().gpus(2),
+		},
+	}
+	for _, tc := range tests {
+		for _, preset := range []string{"partita", "gang-drf"} {
+			t.Run(preset+"/"+tc.name, func(t *testing.T) {
+				st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+				w := newWorld(t, st, newScheduler(t, preset, st), tc.teams...).at(hour)
+				tc.run(w)
+				w.submit(tc.pending.submitted(hour))
+				id := tc.pending.spec.ID
+				d := w.decide()
+				if got := victimsOf(d); !reflect.DeepEqual(got, tc.victims) {
+					t.Fatalf("victims = %v, want %v", got, tc.victims)
+				}
+				if len(tc.victims) == 0 {
+					if got := reasonOf(d, id); got != WaitNoRoom {
+						t.Errorf("%s waits %q, want %q", id, got, WaitNoRoom)
+					}
+					return
+				}
+				if got := reasonOf(d, id); got != WaitPreempting {
+					t.Errorf("%s waits %q, want %q", id, got, WaitPreempting)
+				}
+				if !strings.Contains(d.Preemptions[0].Reason, tc.reason) {
+					t.Errorf("preemption reason %q, want it to contain %q", d.Preemptions[0].Reason, tc.reason)
+				}
+			})
+		}
+	}
+}
+
+func TestPromisedNodesAreHeldUntilThePreemptorStarts(t *testing.T) {
+	// n1 has 8 GPUs; scavenge holds 6. serve (production, 8 GPUs) preempts
+	// it. The 2 free GPUs and then scavenge's 6 stay serve's: train (batch,
+	// 2 GPUs) and late (best-effort, arrives during the grace) must not
+	// take them.
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.running(job("scavenge").team("a").bestEffort().gpus(6), 0, 0, "n1:0,1,2,3,4,5")
+	w.submit(job("serve").team("a").production().gpus(8).submitted(hour), job("train").team("a").gpus(2).submitted(hour))
+
+	// Cycle 1: the preemption; train may not take the 2 free GPUs.
+	d := w.cycle()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"scavenge"}) {
+		t.Fatalf("cycle 1: victims = %v, want [scavenge]", got)
+	}
+	if len(d.Starts) != 0 {
+		t.Errorf("cycle 1: started %v on the node promised to serve", startedJobs(d))
+	}
+	if got := reasonOf(d, "train"); got != WaitNoRoom {
+		t.Errorf("cycle 1: train waits %q, want %q", got, WaitNoRoom)
+	}
+
+	// During the grace period: a light cycle for a newcomer, then a full one.
+	w.at(hour + 10*time.Second).submit(job("late").team("a").bestEffort().submitted(hour + 10*time.Second))
+	d = w.light("late")
+	if len(d.Starts) != 0 || len(d.Preemptions) != 0 {
+		t.Errorf("light cycle during the grace: starts %v, preemptions %v; want none", startedJobs(d), victimsOf(d))
+	}
+	d = w.cycle()
+	if len(d.Starts) != 0 || len(d.Preemptions) != 0 {
+		t.Errorf("full cycle during the grace: starts %v, preemptions %v; want none", startedJobs(d), victimsOf(d))
+	}
+	if got := reasonOf(d, "serve"); got != WaitPreempting {
+		t.Errorf("during the grace serve waits %q, want %q", got, WaitPreempting)
+	}
+
+	// The grace ends: the world releases scavenge. A light cycle for late
+	// comes first; the nodes stay held.
+	w.at(hour + 30*time.Second).release()
+	d = w.light("late")
+	if len(d.Starts) != 0 {
+		t.Errorf("light cycle after the release started %v on the node promised to serve", startedJobs(d))
+	}
+
+	// The next full cycle starts serve on n1.
+	d = w.cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"serve"}) {
+		t.Fatalf("after the release: started %v, want [serve]", got)
+	}
+	if got := nodesOf(d.Starts); !reflect.DeepEqual(got, []string{"n1"}) {
+		t.Errorf("serve started on %v, want [n1]", got)
+	}
+	if w.job("serve").Phase != Running {
+		t.Errorf("serve is %v, want running", w.job("serve").Phase)
+	}
+}
+
+func TestNoSecondPreemptionWhileVictimsTerminate(t *testing.T) {
+	// Two best-effort jobs fill two nodes. serve takes fresh's node; while
+	// fresh terminates serve waits rather than evict stale too.
+	st := fleet(t).nodes(2).gpus(4, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.running(job("fresh").team("a").bestEffort().gpus(4), 0, hour-time.Minute, "n1:0,1,2,3")
+	w.running(job("stale").team("a").bestEffort().gpus(4), 0, hour-30*time.Minute, "n2:0,1,2,3")
+	w.submit(job("serve").team("a").production().gpus(4).submitted(hour))
+
+	d := w.cycle()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"fresh"}) {
+		t.Fatalf("cycle 1: victims = %v, want [fresh]", got)
+	}
+	for i := 1; i <= 3; i++ {
+		d = w.at(hour + time.Duration(i)*10*time.Second).cycle()
+		if len(d.Preemptions) != 0 {
+			t.Errorf("cycle %d during the grace: preemptions %v, want none", i+1, victimsOf(d))
+		}
+		if got := d.Waiting["serve"]; got != (Wait{Position: 1, Reason: WaitPreempting}) {
+			t.Errorf("cycle %d: serve waits %+v, want position 1, %q", i+1, got, WaitPreempting)
+		}
+	}
+	d = w.release().cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"serve"}) {
+		t.Errorf("after the release: started %v, want [serve]", got)
+	}
+	if w.job("stale").Phase != Running {
+		t.Errorf("stale is %v, want still running", w.job("stale").Phase)
+	}
+}
+
+func TestPreemptionRespectsMaxSearches(t *testing.T) {
+	// Six production jobs of different shapes, each needing a victim of
+	// its own: only maxSearches of them search in one cycle.
+	st := fleet(t).nodes(6).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	for i := 1; i <= 6; i++ {
+		w.running(job("victim-"+itoa(i)).team("a").bestEffort().gpus(8), 0, 0, "n"+itoa(i)+":0,1,2,3,4,5,6,7")
+		w.submit(job("serve-" + itoa(i)).team("a").production().gpus(i).submitted(time.Duration(i)))
+	}
+	d := w.decide()
+	if got := len(d.Preemptions); got != maxSearches {
+		t.Errorf("%d preemptions in one cycle, want maxSearches = %d", got, maxSearches)
+	}
+}
+
+func TestPromisedNodesAreFreedWhenThePreemptorLeaves(t *testing.T) {
+	knownBug(t, "cycle.go settlePromises deletes s.promised[job] once the victims are gone but keeps "+
+		"s.promisedNodes[job] (\"commit or the next settle frees them\"), and the next settle never sees "+
+		"it again, since it walks s.promised only; if the job then leaves without starting, "+
+		"reserve.go outranks returns true for the unknown holder and its nodes stay closed to every "+
+		"job for ever")
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.running(job("scavenge").team("a").bestEffort().gpus(6), 0, 0, "n1:0,1,2,3,4,5")
+	w.submit(job("serve").team("a").production().gpus(8).submitted(hour))
+	if d := w.cycle(); !reflect.DeepEqual(victimsOf(d), []string{"scavenge"}) {
+		t.Fatalf("victims = %v, want [scavenge]", victimsOf(d))
+	}
+	// The grace ends; a light cycle for a newcomer settles the promise;
+	// then serve is cancelled before it is considered again.
+	w.at(hour + 30*time.Second).release()
+	w.submit(job("late").team("a").bestEffort().submitted(hour + 30*time.Second))
+	w.light("late")
+	w.finish("serve")
+
+	d := w.at(hour + time.Minute).cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"late", "scavenge"}) {
+		t.Errorf("with serve gone and n1 free, started %v, want [late scavenge]; late waits %q", got, reasonOf(d, "late"))
+	}
+}
