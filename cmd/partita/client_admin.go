@@ -114,7 +114,7 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 }
 
 var adminOpts struct {
-	guarantee, burst, weight float64
+	guarantee, burst, weight  float64
 	classes, role, team, desc string
 }
 
