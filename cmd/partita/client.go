@@ -42,7 +42,8 @@ func clientRun(name string, args []string, stderr io.Writer, setup func(fs *flag
 	if setup != nil {
 		setup(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		return 2
 	}
 	c, err := client.Resolve(cf.server, cf.token)
@@ -52,7 +53,7 @@ func clientRun(name string, args []string, stderr io.Writer, setup func(fs *flag
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := fn(ctx, c, cf, fs.Args()); err != nil {
+	if err := fn(ctx, c, cf, rest); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -61,6 +62,24 @@ func clientRun(name string, args []string, stderr io.Writer, setup func(fs *flag
 		return 1
 	}
 	return 0
+}
+
+// parseInterspersed parses flags that may come after positional
+// arguments (partita admin users create ann --role member), which the
+// flag package alone stops at.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
 }
 
 type usageError struct{ msg string }

@@ -111,7 +111,7 @@ type Event struct {
 // JobList is a page of jobs, newest first. Next, when set, is the cursor
 // for the following page (?after=).
 type JobList struct {
-	Jobs []Job `json:"jobs"`
+	Jobs []Job  `json:"jobs"`
 	Next string `json:"next,omitempty"`
 }
 

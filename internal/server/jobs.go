@@ -122,7 +122,13 @@ func (s *Server) listJobs(c *call) error {
 				j = cur
 			}
 		}
-		out.Jobs = append(out.Jobs, s.jobView(j))
+		v := s.jobView(j)
+		if j.State == api.StateQueued {
+			if why := s.world.WaitReason(j.ID); why != "" {
+				v.Reason = why
+			}
+		}
+		out.Jobs = append(out.Jobs, v)
 	}
 	if len(jobs) == f.Limit {
 		out.Next = strconv.FormatInt(jobs[len(jobs)-1].Seq, 10)

@@ -30,6 +30,14 @@ func (w *World) Record(id string) (*store.Job, bool) {
 	return &rec, true
 }
 
+// WaitReason is why a queued job waits, as the last cycle said ("" when
+// the world does not have it or no cycle has seen it yet).
+func (w *World) WaitReason(id string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.waits[id].Reason
+}
+
 // Job returns a copy of an unfinished job's record as the world has it
 // (ahead of the store by at most one commit) and, while it waits, its
 // queue slot.
