@@ -181,3 +181,57 @@ func TestAuthenticateRefusesRevokedTokens(t *testing.T) {
 		t.Fatalf("revoked token: %v", err)
 	}
 }
+
+// TestBatchedSubmissionsKeepKeysApart: submissions written in one batch
+// check their keys against each other too: one job per key, conflicts
+// refused, the others stored.
+func TestBatchedSubmissionsKeepKeysApart(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	type result struct {
+		id       string
+		replayed bool
+		err      error
+	}
+	results := make([]result, 60)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key, hash := fmt.Sprintf("k%d", i%3), "h"
+			if i%3 == 2 && i > 2 {
+				hash = fmt.Sprintf("h%d", i) // a conflict with the first of its key
+			}
+			j, replayed, err := s.Submit(ctx, newJob(fmt.Sprintf("j%d", i), "a", key, hash), []Event{{Job: fmt.Sprintf("j%d", i), State: "queued"}})
+			results[i] = result{replayed: replayed, err: err}
+			if j != nil {
+				results[i].id = j.ID
+			}
+		}()
+	}
+	wg.Wait()
+	counts, _ := s.CountJobs(ctx)
+	if counts["queued"] != 3 {
+		t.Fatalf("stored %v; want one job per key", counts)
+	}
+	byKey := map[int]string{}
+	for i, r := range results {
+		if r.err != nil {
+			if !errors.Is(r.err, ErrConflict) {
+				t.Errorf("submission %d: %v", i, r.err)
+			}
+			continue
+		}
+		if prev, ok := byKey[i%3]; ok && prev != r.id {
+			t.Errorf("key k%d gave jobs %s and %s", i%3, prev, r.id)
+		}
+		byKey[i%3] = r.id
+	}
+	jobs, _ := s.Jobs(ctx, JobFilter{})
+	for _, j := range jobs {
+		if got, err := s.Job(ctx, j.ID); err != nil || got.Seq != j.Seq {
+			t.Errorf("job %s: seq %d, read back %+v %v", j.ID, j.Seq, got, err)
+		}
+	}
+}
