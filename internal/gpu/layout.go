@@ -102,3 +102,13 @@ func ParseLayout(s string) (Layout, error) {
 	}
 	return l, nil
 }
+
+// Contains reports whether the layout has an instance at placement p.
+func (l Layout) Contains(p Placement) bool {
+	for _, q := range l {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}

@@ -34,6 +34,9 @@ type Scheduler struct {
 	shapes map[string]shapeEntry
 	// quotaHold maps a team to the gang holding its quota (holdQuota).
 	quotaHold map[string]string
+	// recent holds when production work started on each MIG profile, for
+	// the warm pool (warm.go).
+	recent map[warmKey][]time.Duration
 	// invalid caches jobs found never to fit this cluster, valid those
 	// checked and fine: a job is validated once.
 	invalid map[string]string
@@ -55,7 +58,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
 		awaiting: map[string][]gpuRef{}, valid: map[string]bool{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
-		quotaHold: map[string]string{},
+		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 	}
 }
 
@@ -99,13 +102,19 @@ func (s *Scheduler) Cycle(in Input) Decision {
 	s.settlePromises(c)
 	s.refreshReservation(c)
 	if in.Only != nil {
+		seen := map[string]bool{}
 		for _, id := range in.Only {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
 			if j, ok := c.byID[id]; ok && j.Phase == Pending {
 				if reason := s.consider(c, j); reason != "" {
 					c.d.Waiting[id] = Wait{Reason: reason}
 				}
 			}
 		}
+		s.noteStarts(c)
 		return c.d
 	}
 	positions := map[string]int{}
@@ -118,6 +127,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 			positions[j.Spec.Team]--
 		}
 	}
+	s.warm(c)
 	return c.d
 }
 
@@ -138,8 +148,15 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	return c
 }
 
-// settlePromises forgets promises whose victims have all left.
+// settlePromises forgets promises whose victims have all left. The nodes
+// of a settled promise stay held for one cycle, the one in which the job
+// can take them; after that they are freed whether it started or not.
 func (s *Scheduler) settlePromises(c *cycle) {
+	for job := range s.promisedNodes {
+		if _, open := s.promised[job]; !open {
+			delete(s.promisedNodes, job)
+		}
+	}
 	for job, victims := range s.promised {
 		j, ok := c.byID[job]
 		if !ok || j.Phase != Pending {
@@ -184,7 +201,9 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	if _, waiting := s.promised[j.ID()]; waiting {
 		return WaitPreempting
 	}
-	key := s.shapeOf(j)
+	// Besides the shape, the class and team decide (holds, reservations,
+	// guarantees), and the estimate decides backfill.
+	key := s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatInt(int64(j.Estimate), 10)
 	if why, ok := c.failed[key]; ok && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
 		return why
 	}
@@ -371,7 +390,7 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 	if s.reservation != nil && s.reservation.job != j.ID() && s.outranks(c, s.reservation.job, j) {
 		return WaitReserved
 	}
-	if len(reqs) > 1 {
+	if len(reqs) > 1 && j.Spec.IsGang() {
 		return WaitGang
 	}
 	if reqs[0].Kind == workload.MIGProfile || reqs[0].Kind == workload.MemoryProfile && s.cfg.MIG {
@@ -441,3 +460,5 @@ func shapeKey(j *Job) string {
 	}
 	return string(b)
 }
+
+func productionClass() workload.Class { return workload.Production }

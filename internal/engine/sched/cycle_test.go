@@ -42,10 +42,6 @@ func TestLightCycleKeepsTheOrderGivenAndSetsNoPositions(t *testing.T) {
 }
 
 func TestLightCycleStartsAJobNamedTwiceOnce(t *testing.T) {
-	knownBug(t, "cycle.go Cycle considers every ID of Input.Only as often as it is listed: a job "+
-		"named twice is started twice (two Starts for its task 0 on two nodes) when room allows, "+
-		"or both started and listed in Waiting; Only is not deduplicated and a job started in the "+
-		"cycle is not skipped")
 	st := fleet(t).nodes(2).gpus(1, "H100-80GB").build()
 	w := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("b"))
 	d := w.sch.Cycle(Input{Now: 0, Cluster: w.st, Jobs: w.jobs, Only: []string{"b", "b"}})

@@ -129,9 +129,6 @@ func TestReplicasStartIndependently(t *testing.T) {
 }
 
 func TestReplicasLeftWaitingAreNotCalledAGang(t *testing.T) {
-	knownBug(t, "cycle.go afterMiss returns WaitGang whenever more than one request is left, "+
-		"also for replicas that need not start together (GangSize 0); the portal then says "+
-		"\"gang: not all tasks fit at once\" of a job that is no gang")
 	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
 	w := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("r").replicas(3).gpus(2))
 	w.running(job("other").gpus(1), 0, 0, "n1:0")

@@ -3,7 +3,6 @@ package sched
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -575,11 +574,3 @@ func sortedNames[V any](m map[string]V) []string {
 
 func itoa(n int) string { return fmt.Sprint(n) }
 
-// knownBug skips a test that shows a bug not fixed yet. Set
-// SCHED_SHOW_BUGS=1 to run such tests and watch them fail.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("SCHED_SHOW_BUGS") == "" {
-		t.Skip("BUG: " + what)
-	}
-}

@@ -178,75 +178,65 @@ func migCount(n *cluster.Node) int {
 	return c
 }
 
-// migOffFor turns MIG off on idle MIG GPUs when j's whole-GPU tasks are
-// short of whole GPUs: as many as it is short, on the nodes that then hold
-// the most whole GPUs (a gang stays on few nodes).
+// migOffFor turns MIG off on idle MIG GPUs when j's whole-GPU tasks do
+// not fit: each task needs its GPUs on one node, so for each it picks the
+// node where free and idle-MIG GPUs together cover it, preferring nodes
+// with fewest MIG GPUs (MIG gathers on the others) and then the fewest
+// conversions, and turns off just what that task lacks.
 func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where func(*cluster.Node) bool) bool {
-	need := 0
-	var model *engine.Request
-	for _, r := range reqs {
-		if r.Kind == workload.WholeGPUs {
-			need += r.Count
-			model = r
-		}
-	}
-	if need == 0 {
-		return false
-	}
 	type cand struct {
 		node       string
 		free, idle []int
 		mig        int
 	}
-	var cands []cand
-	free := 0
+	var cands []*cand
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
 		if where != nil && !where(n) {
 			continue
 		}
-		cd := cand{node: n.Name, mig: migCount(n)}
+		cd := &cand{node: n.Name, mig: migCount(n)}
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
-			if !model.AllowsModel(g.Model) || g.Cordoned() {
-				continue
-			}
 			switch {
+			case g.Cordoned():
 			case !g.MIG && g.Used() == 0:
 				cd.free = append(cd.free, k)
 			case g.MIG && g.Idle() && s.cooled(c, n.Name, k):
 				cd.idle = append(cd.idle, k)
 			}
 		}
-		free += len(cd.free)
-		if len(cd.idle) > 0 {
-			cands = append(cands, cd)
-		}
+		cands = append(cands, cd)
 	}
-	short := need - free
-	if short <= 0 {
-		return false
-	}
-	// Turn back the nodes that are most whole already (MIG gathers on the
-	// others), then those where the job's GPUs come together.
-	sort.SliceStable(cands, func(a, b int) bool {
-		if cands[a].mig != cands[b].mig {
-			return cands[a].mig < cands[b].mig
+	asked := false
+	for _, r := range reqs {
+		if r.Kind != workload.WholeGPUs {
+			continue
 		}
-		return len(cands[a].free)+len(cands[a].idle) > len(cands[b].free)+len(cands[b].idle)
-	})
-	done := 0
-	for _, cd := range cands {
-		for _, k := range cd.idle {
-			if done == short {
-				return true
+		var best *cand
+		for _, cd := range cands {
+			if len(cd.free)+len(cd.idle) < r.Count {
+				continue
 			}
-			if s.apply(c, j, Reconfig{Node: cd.node, GPU: k, MIG: false, For: j.ID()}, false) {
-				done++
+			short := max(r.Count-len(cd.free), 0)
+			if best == nil || cd.mig < best.mig || cd.mig == best.mig && short < max(r.Count-len(best.free), 0) {
+				best = cd
 			}
 		}
+		if best == nil {
+			continue
+		}
+		short := max(r.Count-len(best.free), 0)
+		for _, k := range best.idle[:short] {
+			if s.apply(c, j, Reconfig{Node: best.node, GPU: k, MIG: false, For: j.ID()}, false) {
+				asked = true
+			}
+		}
+		// The task takes these GPUs; the next task looks at what is left.
+		best.idle = best.idle[short:]
+		best.free = best.free[min(r.Count, len(best.free)):]
 	}
-	return done > 0
+	return asked
 }
 
 // apply records a change, applies it to the plan and cordons the GPU so
@@ -266,11 +256,15 @@ func (s *Scheduler) apply(c *cycle, j *Job, rc Reconfig, turnOn bool) bool {
 	if err != nil {
 		return false
 	}
-	if err := c.st.Cordon(rc.Node, rc.GPU, true); err != nil {
-		return false
+	if !rc.Add {
+		if err := c.st.Cordon(rc.Node, rc.GPU, true); err != nil {
+			return false
+		}
 	}
 	s.lastChange[gpuRef{rc.Node, rc.GPU}] = c.in.Now
-	s.awaiting[j.ID()] = append(s.awaiting[j.ID()], gpuRef{rc.Node, rc.GPU})
+	if j != nil {
+		s.awaiting[j.ID()] = append(s.awaiting[j.ID()], gpuRef{rc.Node, rc.GPU})
+	}
 	c.d.Reconfigs = append(c.d.Reconfigs, rc)
 	return true
 }

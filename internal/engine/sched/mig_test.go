@@ -202,9 +202,6 @@ func TestWholeGPUDemandTurnsOffOnlyAsManyAsItLacks(t *testing.T) {
 }
 
 func TestWholeGPUTaskGetsItsGPUsOnOneNode(t *testing.T) {
-	knownBug(t, "mig.go migOffFor counts free whole GPUs over all nodes, not per node: it turns MIG off "+
-		"on one GPU of each of two nodes for a 2-GPU task, which then fits on neither, and from then "+
-		"on sees enough free GPUs (short <= 0) and never changes another: the task waits forever")
 	// n1: 4 idle MIG GPUs. n2: GPU 0 idle MIG, GPUs 1-3 whole and busy.
 	st := fleet(t).nodes(2).gpus(4, "H100-80GB").mig().build()
 	w := newWorld(t, st, newScheduler(t, "partita", st)).migOff("n2", 1, 2, 3)

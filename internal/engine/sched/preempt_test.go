@@ -374,11 +374,6 @@ func TestPreemptionRespectsMaxSearches(t *testing.T) {
 }
 
 func TestPromisedNodesAreFreedWhenThePreemptorLeaves(t *testing.T) {
-	knownBug(t, "cycle.go settlePromises deletes s.promised[job] once the victims are gone but keeps "+
-		"s.promisedNodes[job] (\"commit or the next settle frees them\"), and the next settle never sees "+
-		"it again, since it walks s.promised only; if the job then leaves without starting, "+
-		"reserve.go outranks returns true for the unknown holder and its nodes stay closed to every "+
-		"job for ever")
 	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
 	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
 	w.running(job("scavenge").team("a").bestEffort().gpus(6), 0, 0, "n1:0,1,2,3,4,5")

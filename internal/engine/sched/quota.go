@@ -59,6 +59,9 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 	if !s.cfg.Reserve || !j.Spec.IsGang() || c.in.Now-j.Submitted < s.cfg.ReserveAfter {
 		return
 	}
+	if lim, ok := s.limit(c, j.Spec.Team); !ok || demand(j) > lim {
+		return // it can never fit its team's quota; holding would block the team for ever
+	}
 	if hid, held := s.quotaHold[j.Spec.Team]; held {
 		if h, ok := c.byID[hid]; ok && h.Phase == Pending {
 			return

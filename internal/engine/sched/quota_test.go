@@ -186,10 +186,6 @@ func TestTheQuotaHoldEndsWhenTheGangStarts(t *testing.T) {
 }
 
 func TestAGangBeyondItsTeamsLimitDoesNotHoldTheQuotaForEver(t *testing.T) {
-	knownBug(t, "quota.go holdQuota lets any gang that waited ReserveAfter on its quota hold it, even "+
-		"one whose demand is above its team's limit (here 5 GPUs against a burst of 4): it can never "+
-		"start, so withinQuota refuses every later job of its team and class or lower for as long "+
-		"as the gang stays pending, though the team holds nothing")
 	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
 	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(4).burst(4))
 	w.submit(job("too-big").team("a").gang(5).gpus(1), job("small").team("a").submitted(time.Minute))

@@ -179,8 +179,8 @@ func (s *Scheduler) reserve(c *cycle, j *Job, reqs []*engine.Request) {
 // must be of j's class or higher.
 func (s *Scheduler) outranks(c *cycle, holder string, j *Job) bool {
 	h, ok := c.byID[holder]
-	if !ok {
-		return true
+	if !ok || h.Phase != Pending {
+		return false // the holder has gone: nothing is held for it
 	}
 	if s.cfg.Borrow {
 		hw, jw := withinGuarantee(c, h), withinGuarantee(c, j)

@@ -148,10 +148,6 @@ func TestReservationIsDroppedWhenTheGangLeaves(t *testing.T) {
 }
 
 func TestBackfillIsJudgedPerJobNotPerShape(t *testing.T) {
-	knownBug(t, "cycle.go consider caches a failure by shape alone (c.failed[shapeKey]): once a job "+
-		"is refused with WaitReserved, a later job of the same shape and class is refused from the "+
-		"cache without being tried, even when its Estimate lets it backfill (candidates in reserve.go "+
-		"would admit it); the same holds for any rule that depends on more than the shape")
 	w := reservationWorld(t)
 	w.at(10 * time.Minute).cycle()
 	w.submit(job("long").team("b").estimate(3*hour).submitted(11*time.Minute),

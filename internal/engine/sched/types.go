@@ -132,12 +132,15 @@ type Preemption struct {
 
 // Reconfig re-partitions one GPU: MIG mode and, with MIG on, the layout of
 // its free region. Instances in use are kept as they are. The world
-// cordons the GPU until the change is done.
+// cordons the GPU until the change is done, except for an Add, which only
+// creates instances in free space: the GPU goes on taking work, and only a
+// task placed on a new instance waits for it to be ready.
 type Reconfig struct {
 	Node   string
 	GPU    int
 	MIG    bool
 	Layout gpu.Layout
+	Add    bool
 	For    string // the job it is for
 }
 

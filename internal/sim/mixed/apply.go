@@ -6,6 +6,7 @@ import (
 
 	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/sim"
 	"partita.dev/partita/internal/workload"
 )
@@ -103,6 +104,7 @@ func (w *world) reconfigure(rc sched.Reconfig) error {
 		return fmt.Errorf("reconfigure: unknown node %s", rc.Node)
 	}
 	g := &w.st.Node(i).GPUs[rc.GPU]
+	before := g.Layout()
 	var err error
 	switch {
 	case !rc.MIG:
@@ -117,10 +119,22 @@ func (w *world) reconfigure(rc sched.Reconfig) error {
 	if err != nil {
 		return fmt.Errorf("reconfigure %s/%d: %w", rc.Node, rc.GPU, err)
 	}
+	w.metrics.reconfigs++
+	if rc.Add {
+		// New instances in free space: the GPU keeps working; a task
+		// placed on one of them waits until it is ready.
+		for _, p := range rc.Layout {
+			k := instanceKey{rc.Node, rc.GPU, p}
+			if _, old := w.ready[k]; !old && !before.Contains(p) {
+				w.ready[k] = w.now() + w.opt.ReconfigDelay
+			}
+		}
+		w.tracef("add instances %s/gpu%d layout=%s for %s", rc.Node, rc.GPU, rc.Layout, rc.For)
+		return nil
+	}
 	if err := w.st.Cordon(rc.Node, rc.GPU, true); err != nil {
 		return err
 	}
-	w.metrics.reconfigs++
 	w.tracef("reconfig %s/gpu%d mig=%v layout=%s for %s", rc.Node, rc.GPU, rc.MIG, rc.Layout, rc.For)
 	w.after(w.opt.ReconfigDelay, timer{kind: tReconfig, node: rc.Node, gpu: rc.GPU})
 	return nil
@@ -143,13 +157,22 @@ func (w *world) start(s sched.Start) error {
 		w.metrics.reconfigs++
 		w.after(w.opt.ReconfigDelay, timer{kind: tReady, job: j})
 	}
+	for _, g := range a.Grants {
+		if g.Slice == nil {
+			continue
+		}
+		if at, ok := w.ready[instanceKey{a.Node, g.GPU, *g.Slice}]; ok && at > j.readyAt[s.Task] {
+			// Placed on an instance still being created (warm pool).
+			j.readyAt[s.Task] = at
+			w.after(at-w.now(), timer{kind: tReady, job: j})
+		}
+	}
 	w.metrics.placed(w, j, s)
 	w.tracef("start %s task %d (%s/%s) on %s %v creates=%v", s.Job, s.Task, j.Spec.Team, j.Spec.Class, a.Node, grantsString(a), s.Creates)
 	if j.Complete() {
 		j.Phase = sched.Running
 		j.Started = w.now()
 		j.Checkpoint = w.now()
-		j.waits = append(j.waits, w.now()-j.queuedAt)
 		w.maybeRun(j)
 	}
 	return nil
@@ -166,6 +189,8 @@ func (w *world) maybeRun(j *job) {
 		}
 	}
 	j.runSince = w.now()
+	j.waits = append(j.waits, w.now()-j.queuedAt) // queued until it runs, instance creation included
+	w.tracef("run %s (%s/%s) after %.0fs, last reason %q", j.ID(), j.Spec.Team, j.Spec.Class, (w.now() - j.queuedAt).Seconds(), j.lastReason)
 	w.metrics.running(w, j)
 	if !j.started {
 		j.started = true
@@ -292,4 +317,11 @@ func grantsString(a cluster.Assignment) string {
 		}
 	}
 	return out
+}
+
+// instanceKey names a MIG instance of the world's cluster.
+type instanceKey struct {
+	node  string
+	gpu   int
+	place gpu.Placement
 }

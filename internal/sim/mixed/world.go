@@ -106,7 +106,10 @@ type world struct {
 	byID   map[string]*job
 	active []*job // arrived, not done
 
-	timers    []timer       // dynamic timers, indexed by Ref - refFirstDynamic
+	timers []timer // dynamic timers, indexed by Ref - refFirstDynamic
+	// ready is when each instance added ahead of demand is ready; entries
+	// in the past are harmless.
+	ready     map[instanceKey]time.Duration
 	cycleDue  bool          // a full cycle is already queued
 	lastCycle time.Duration // when the last full cycle ran
 	newJobs   []string      // arrived since the last cycle, for a light cycle
@@ -167,7 +170,7 @@ func newWorld(sc *scenario.Scenario, opt Options) (*world, error) {
 			return nil, err
 		}
 	}
-	w := &world{opt: opt, sc: sc, st: st, byID: map[string]*job{}}
+	w := &world{opt: opt, sc: sc, st: st, byID: map[string]*job{}, ready: map[instanceKey]time.Duration{}}
 	w.sch = sched.New(cfg, rand.New(rand.NewSource(opt.Seed)))
 	for _, t := range sc.Teams {
 		w.teams = append(w.teams, sched.Team{
