@@ -573,4 +573,3 @@ func sortedNames[V any](m map[string]V) []string {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
-
