@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -57,6 +58,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		// bounds submissions per second: collect less often.
 		debug.SetGCPercent(400)
 	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// One P more than the CPUs: the world's loop holds one while a
+		// long cycle runs on its lower-priority thread, and the API and
+		// the store's writer must still have one per CPU.
+		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, f, stdout, stderr); err != nil {
@@ -93,7 +100,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			filepath.Join(f.dataDir, server.TokenFile), secret)
 	}
 	metrics := server.NewMetrics()
-	world, err := standalone.New(ctx, st, standalone.Options{Scenario: sc, Speed: f.speed, Seed: f.seed, Log: log, Observer: metrics})
+	world, err := standalone.New(ctx, st, standalone.Options{Scenario: sc, Speed: f.speed, Seed: f.seed, Log: log, Observer: metrics, Niced: true})
 	if err != nil {
 		return err
 	}

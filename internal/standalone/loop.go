@@ -11,6 +11,9 @@ import (
 // Run drives the world until ctx ends: each wake fires what fell due, runs
 // a cycle when one is wanted, and commits the batch of changes.
 func (w *World) Run(ctx context.Context) error {
+	if w.opt.Niced {
+		lowerPriority()
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

@@ -60,6 +60,9 @@ type Options struct {
 	Wall        func() time.Time // default time.Now
 	Log         *slog.Logger
 	Observer    Observer // may be nil
+	// Niced runs the loop (and so every cycle) on an OS thread of lower
+	// priority: for a server whose API shares the CPU with the scheduler.
+	Niced bool
 }
 
 func (o *Options) defaults() {
