@@ -1,0 +1,5 @@
+package kube_test
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+var runtimeConverter = runtime.DefaultUnstructuredConverter
