@@ -50,12 +50,14 @@ func (s *Server) submit(c *call) error {
 		}
 		return c.json(http.StatusOK, s.jobView(cur))
 	}
+	// The view is taken first: from Add on, the record is the world's.
+	view := s.jobView(stored)
 	if err := s.world.Add(stored); err != nil {
 		return err
 	}
 	s.metrics.submitted(rec.Team)
 	c.w.Header().Set("Location", api.Prefix+"/jobs/"+rec.ID)
-	return c.json(http.StatusCreated, s.jobView(stored))
+	return c.json(http.StatusCreated, view)
 }
 
 // visibleJob loads a job the caller may see; any other is not found.

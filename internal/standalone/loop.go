@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/store"
 )
@@ -103,8 +104,11 @@ func (w *World) flush() <-chan error {
 
 // update is the job's row as it is now.
 func (j *job) update() store.JobUpdate {
+	// Copies: the store encodes them later, on its writer's goroutine,
+	// while the world goes on changing the job. (Assignments themselves
+	// are never changed once placed.)
 	rt := j.rec.Runtime
-	rt.Placed = j.Placed
+	rt.Placed = append([]*cluster.Assignment(nil), j.Placed...)
 	rt.ReadyAt = append([]time.Duration(nil), rt.ReadyAt...)
 	return store.JobUpdate{
 		ID: j.rec.ID, Class: j.Spec.Class.String(), State: j.rec.State, Reason: j.rec.Reason,

@@ -20,7 +20,8 @@ func (w *World) Prepare(rec *store.Job) {
 	rec.Runtime = store.Runtime{RunSince: -1, Remaining: rec.Spec.Duration, QueuedAt: now, ReadyAt: make([]time.Duration, len(rec.Spec.Tasks))}
 }
 
-// Add takes up a job the store has just accepted. It does not wait for
+// Add takes up a job the store has just accepted; the record becomes the
+// world's, and the caller must not touch it again. It does not wait for
 // the world's lock, which a cycle holds while it runs: the job goes to an
 // inbox that every locked operation empties first.
 func (w *World) Add(rec *store.Job) error {

@@ -27,6 +27,7 @@ func (w *World) Record(id string) (*store.Job, bool) {
 	}
 	rec := *j.rec
 	rec.Runtime.Placed = append([]*cluster.Assignment(nil), j.Placed...)
+	rec.Runtime.ReadyAt = append([]time.Duration(nil), rec.Runtime.ReadyAt...)
 	return &rec, true
 }
 
