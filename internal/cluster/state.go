@@ -47,7 +47,14 @@ type State struct {
 	// in place; a shared node is copied before its first change.
 	owned []bool
 	index map[string]int // node name -> position; shared between clones, never changed
+	// version changes on every change of the State, and equal versions
+	// mean equal contents (a clone starts with its original's): caches of
+	// whole-cluster facts key on it.
+	version uint64
 }
+
+// Version identifies the State's contents; see the field's comment.
+func (s *State) Version() uint64 { return s.version }
 
 // ErrNotFound is returned for an unknown node or task.
 var ErrNotFound = errors.New("not found")
@@ -75,6 +82,7 @@ func New(nodes []*Node) (*State, error) {
 		s.owned[i] = true
 		n.touch()
 	}
+	s.version = generation.Add(1)
 	return s, nil
 }
 
@@ -115,9 +123,10 @@ func (g *GPU) recount() {
 // one slice copy; nodes are copied only when first changed.
 func (s *State) Clone() *State {
 	c := &State{
-		nodes: append([]*Node(nil), s.nodes...),
-		owned: make([]bool, len(s.nodes)),
-		index: s.index,
+		nodes:   append([]*Node(nil), s.nodes...),
+		owned:   make([]bool, len(s.nodes)),
+		index:   s.index,
+		version: s.version,
 	}
 	// s no longer owns its nodes either: both sides copy before writing.
 	for i := range s.owned {
@@ -152,6 +161,7 @@ func (s *State) mutable(i int) *Node {
 		s.nodes[i] = s.nodes[i].clone()
 		s.owned[i] = true
 	}
+	s.version = generation.Add(1)
 	return s.nodes[i]
 }
 

@@ -32,6 +32,11 @@ type reserve struct {
 	modelFrac   map[string]float64 // GPU-demand share constrained to each model
 	modelScarce map[string]bool    // per placement
 	models      []string           // models in the cluster
+
+	// prepared is the State version the scarcity flags were computed for:
+	// they depend on the cluster alone, so a placement on an unchanged
+	// cluster (a gang's tasks tried again, a victim search) reuses them.
+	prepared uint64
 }
 
 // reservePenalty moves a placement behind every unpenalised one while
@@ -78,6 +83,10 @@ func (r *reserve) hosts(n *cluster.Node, k int, free int, cpu, mem int64) bool {
 }
 
 func (r *reserve) Prepare(st *cluster.State, _ *engine.Request) {
+	if v := st.Version(); v != 0 && v == r.prepared {
+		return
+	}
+	r.prepared = st.Version()
 	var freeMilli int
 	hosts := map[int]int{}
 	modelFree := map[string]int{}

@@ -11,6 +11,10 @@ import (
 	"partita.dev/partita/internal/workload"
 )
 
+// searchBackoffFor is how long a job waits for its next victim search
+// after one found nothing.
+const searchBackoffFor = 2 * time.Minute
+
 // Scheduler runs cycles for one configuration.
 type Scheduler struct {
 	cfg    Config
@@ -35,8 +39,16 @@ type Scheduler struct {
 	// quotaHold maps a team to the gang holding its quota (holdQuota).
 	quotaHold map[string]string
 	// recent holds when production work started on each MIG profile, for
-	// the warm pool (warm.go).
-	recent map[warmKey][]time.Duration
+	// the warm pool (warm.go), and lastWarm when it last ran.
+	recent   map[warmKey][]time.Duration
+	lastWarm time.Duration
+	// heldCache is the GPU milli of each running assignment: assignments
+	// do not change once placed, so it is computed once.
+	heldCache map[*cluster.Assignment]int64
+	cycles    int
+	// searchBackoff holds off a job's next victim search after one that
+	// found nothing: the running work rarely changes enough in a minute.
+	searchBackoff map[string]time.Duration
 	// invalid caches jobs found never to fit this cluster, valid those
 	// checked and fine: a job is validated once.
 	invalid map[string]string
@@ -59,6 +71,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		awaiting: map[string][]gpuRef{}, valid: map[string]bool{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
+		heldCache: map[*cluster.Assignment]int64{}, searchBackoff: map[string]time.Duration{},
 	}
 }
 
@@ -81,6 +94,10 @@ type cycle struct {
 	failed    map[string]string
 	noVictims map[string]bool
 	searches  int
+	// held is what each job holds now, in GPU milli; lowest the lowest
+	// class each team runs (mayPreempt), computed when first needed.
+	held   map[*Job]int64
+	lowest map[string]workload.Class
 }
 
 // preemptKey identifies jobs whose victim searches would find the same:
@@ -140,9 +157,41 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	for i := range in.Teams {
 		c.teams[in.Teams[i].Name] = &in.Teams[i]
 	}
+	c.held = make(map[*Job]int64, len(in.Jobs))
+	// Assignments of finished jobs linger in heldCache; drop them now and
+	// then rather than rebuilding the map every cycle.
+	s.cycles++
+	prune := s.cycles%256 == 0
+	var next map[*cluster.Assignment]int64
+	if prune {
+		next = make(map[*cluster.Assignment]int64, len(s.heldCache))
+	}
 	for _, j := range in.Jobs {
 		c.byID[j.ID()] = j
-		c.usage[j.Spec.Team] += j.Held(in.Cluster)
+		var h int64
+		for _, a := range j.Placed {
+			if a == nil {
+				continue
+			}
+			v, ok := s.heldCache[a]
+			if !ok {
+				if n := in.Cluster.NodeByName(a.Node); n != nil {
+					v = int64(a.GPUMilli(n))
+				}
+				s.heldCache[a] = v
+			}
+			if prune {
+				next[a] = v
+			}
+			h += v
+		}
+		if h > 0 {
+			c.held[j] = h
+			c.usage[j.Spec.Team] += h
+		}
+	}
+	if prune {
+		s.heldCache = next
 	}
 	c.capacity = capacityOf(in.Cluster)
 	return c
@@ -302,6 +351,7 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 	delete(s.attempts, j.ID())
 	delete(s.backoff, j.ID())
 	delete(s.promisedNodes, j.ID())
+	delete(s.searchBackoff, j.ID())
 	if s.quotaHold[j.Spec.Team] == j.ID() {
 		delete(s.quotaHold, j.Spec.Team)
 	}
@@ -373,15 +423,21 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 			return why
 		}
 	}
-	if s.mayPreempt(c, j) && c.searches < maxSearches {
+	if s.mayPreempt(c, j) && c.searches < maxSearches && c.in.Now >= s.searchBackoff[j.ID()] {
 		key := preemptKey(c, j)
 		if !c.noVictims[key] {
 			c.searches++
 			if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
 				s.preempt(c, j, victims, nodes)
+				delete(s.searchBackoff, j.ID())
 				return WaitPreempting
 			}
 			c.noVictims[key] = true
+			if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
+				// Guarantee claims and production keep searching every
+				// cycle: they are promised a quick start.
+				s.searchBackoff[j.ID()] = c.in.Now + searchBackoffFor
+			}
 		}
 	}
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {

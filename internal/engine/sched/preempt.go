@@ -11,25 +11,55 @@ import (
 
 // maxVictims bounds the search: past it, preemption gives up for this job
 // this cycle rather than evict half the cluster.
-const maxVictims = 64
+const maxVictims = 32
 
 // maxSearches bounds the victim searches of one cycle: the first jobs in
 // order get them; the rest try again next cycle. A search places the job
 // dozens of times, and a long backlog would otherwise search every cycle.
-const maxSearches = 4
+const maxSearches = 2
 
 // mayPreempt reports whether j may evict anyone at all: it outranks some
-// running job, or its team is reclaiming its guarantee from borrowers.
+// running job, or its team is reclaiming its guarantee from borrowers. It
+// reads a per-cycle summary of the running jobs (runningSummary) and may
+// say yes where the search finds no victim; never no where it would.
 func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 	if !s.cfg.Preempt {
 		return false
 	}
-	for _, v := range c.in.Jobs {
-		if v.Phase == Running && s.eligible(c, j, v) {
+	if c.lowest == nil {
+		c.lowest = runningSummary(c)
+	}
+	within := withinGuarantee(c, j)
+	for team, low := range c.lowest {
+		switch {
+		case team == j.Spec.Team:
+			if low < j.Spec.Class {
+				return true
+			}
+		case borrowing(c, team):
+			if low < j.Spec.Class || within {
+				return true
+			}
+		case low < j.Spec.Class && j.Spec.Class == workload.Production && within:
 			return true
 		}
 	}
 	return false
+}
+
+// runningSummary maps each team with running jobs to its lowest running
+// class.
+func runningSummary(c *cycle) map[string]workload.Class {
+	low := map[string]workload.Class{}
+	for _, v := range c.in.Jobs {
+		if v.Phase != Running {
+			continue
+		}
+		if cl, ok := low[v.Spec.Team]; !ok || v.Spec.Class < cl {
+			low[v.Spec.Team] = v.Spec.Class
+		}
+	}
+	return low
 }
 
 // eligible says whether running job v may be evicted for pending job j:
@@ -58,7 +88,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	}
 	keepsGuarantee := true
 	if t, ok := c.teams[v.Spec.Team]; ok {
-		keepsGuarantee = c.usage[v.Spec.Team]-v.Held(c.in.Cluster) >= t.Guarantee
+		keepsGuarantee = c.usage[v.Spec.Team]-c.held[v] >= t.Guarantee
 	}
 	if lower && (keepsGuarantee || j.Spec.Class == workload.Production && withinGuarantee(c, j)) {
 		return true
@@ -80,6 +110,14 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	if len(cands) == 0 {
 		return nil, nil
 	}
+	// Even evicting every candidate would not free enough: do not search.
+	var freeable int64
+	for _, v := range cands {
+		freeable += c.held[v]
+	}
+	if freeable+freeMilli(c.st) < demand(j) {
+		return nil, nil
+	}
 	now := c.in.Now
 	sort.SliceStable(cands, func(a, b int) bool {
 		x, y := cands[a], cands[b]
@@ -92,7 +130,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		if lx, ly := now-x.Checkpoint, now-y.Checkpoint; lx != ly {
 			return lx < ly
 		}
-		if hx, hy := x.Held(c.in.Cluster), y.Held(c.in.Cluster); hx != hy {
+		if hx, hy := c.held[x], c.held[y]; hx != hy {
 			return hx < hy
 		}
 		return x.ID() < y.ID()
@@ -129,7 +167,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	var chosen []*Job
 	fits := false
 	for _, v := range cands {
-		held := v.Held(c.in.Cluster)
+		held := c.held[v]
 		if err := release(trial, v); err != nil {
 			continue
 		}
@@ -279,7 +317,7 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 			if best != nil && len(chosen) >= len(best) {
 				break
 			}
-			held := v.Held(c.in.Cluster)
+			held := c.held[v]
 			if err := release(trial, v); err != nil {
 				continue
 			}

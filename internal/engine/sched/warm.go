@@ -21,6 +21,7 @@ import (
 const (
 	warmWindow = time.Hour
 	warmTarget = 2
+	warmEvery  = time.Minute // the pool is topped up at most this often
 )
 
 type warmKey struct {
@@ -50,6 +51,10 @@ func (s *Scheduler) warm(c *cycle) {
 		return
 	}
 	s.noteStarts(c)
+	if c.in.Now-s.lastWarm < warmEvery && s.lastWarm != 0 {
+		return
+	}
+	s.lastWarm = c.in.Now
 	keys := make([]warmKey, 0, len(s.recent))
 	for k, times := range s.recent {
 		kept := times[:0]

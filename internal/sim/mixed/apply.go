@@ -227,6 +227,7 @@ func (w *world) releaseAll(j *job) error {
 		}
 		j.Placed[i] = nil
 	}
+	j.heldShare = 0
 	return nil
 }
 

@@ -104,6 +104,7 @@ func (m *metrics) placed(w *world, j *job, s sched.Start) {
 	n := w.st.NodeByName(s.Assignment.Node)
 	for _, g := range s.Assignment.Grants {
 		m.allocNow += gpuShare(n, g)
+		j.heldShare += gpuShare(n, g)
 	}
 	if oom(n, s.Assignment, j.Spec.Tasks[s.Task]) {
 		m.oom++
@@ -258,7 +259,7 @@ func teamOf(w *world, name string) *sched.Team {
 func teamUsage(w *world) map[string]float64 {
 	u := map[string]float64{}
 	for _, j := range w.active {
-		u[j.Spec.Team] += jobHeld(w, j) * 1000
+		u[j.Spec.Team] += j.heldShare * 1000
 	}
 	return u
 }

@@ -76,6 +76,8 @@ type job struct {
 	waits    []time.Duration
 	// lastReason is the last wait reason traced.
 	lastReason string
+	// heldShare is the GPU the job's placed tasks hold (gpuShare).
+	heldShare float64
 }
 
 // Event kinds beyond sim's.
