@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("bench", "benchmarks: fill (FGD protocol on the Alibaba trace), mixed (inference + training)", runBench)
+	register("bench", "benchmarks: fill (FGD protocol on the Alibaba trace), mixed (inference + training), api (server load)", runBench)
 }
 
 var benchCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
@@ -27,7 +27,7 @@ var benchCommands = map[string]func(args []string, stdout, stderr io.Writer) int
 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || benchCommands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: partita bench <fill|mixed> [flags]")
+		fmt.Fprintln(stderr, "usage: partita bench <fill|mixed|api> [flags]")
 		return 2
 	}
 	return benchCommands[args[0]](args[1:], stdout, stderr)

@@ -1,6 +1,7 @@
 package standalone
 
 import (
+	"partita.dev/partita/internal/engine"
 	"sort"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/store"
-	"partita.dev/partita/internal/workload"
 )
 
 // Clock is the cluster clock now.
@@ -223,7 +223,9 @@ func (w *World) utilization() api.Utilization {
 			u.RunningJobs++
 			for i, a := range j.Placed {
 				if a != nil {
-					u.UsefulGPUs += need(w.st.NodeByName(a.Node), *a, j.Spec.Tasks[i])
+					if n := w.st.NodeByName(a.Node); n != nil {
+						u.UsefulGPUs += engine.Need(n, *a, j.Spec.Tasks[i])
+					}
 				}
 			}
 		}
@@ -251,36 +253,4 @@ func heldShare(g *cluster.GPU) float64 {
 		}
 	}
 	return total
-}
-
-// need is the GPU a running task needs (the mixed benchmark's useful
-// utilization): whole GPUs whole, a share its share, a MIG or memory
-// profile the smallest profile that holds it.
-func need(n *cluster.Node, a cluster.Assignment, t workload.Task) float64 {
-	switch t.GPU.Kind {
-	case workload.WholeGPUs:
-		return float64(t.GPU.Count)
-	case workload.Fraction:
-		return float64(t.GPU.Milli) / 1000
-	case workload.NoGPU:
-		return 0
-	}
-	if n == nil || len(a.Grants) == 0 {
-		return 0
-	}
-	model := n.GPUs[a.Grants[0].GPU].Model
-	var p *gpu.Profile
-	var err error
-	if t.GPU.Kind == workload.MIGProfile {
-		p, err = model.Profile(t.GPU.Profile)
-	} else if model.MIG {
-		p, err = model.ProfileFor(t.GPU.PeakMemoryMiB, t.GPU.Compute, gpu.DefaultHeadroom)
-	}
-	if err == nil && p != nil {
-		return max(p.ComputeShare(), float64(p.Memory)/gpu.MemorySlices)
-	}
-	if model.MemoryMiB > 0 {
-		return min(1, max(t.GPU.Compute, float64(t.GPU.PeakMemoryMiB)/float64(model.MemoryMiB)))
-	}
-	return t.GPU.Compute
 }

@@ -25,12 +25,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"partita.dev/partita/internal/engine"
 	"sync"
 	"time"
 
 	"partita.dev/partita/internal/cluster"
-	"partita.dev/partita/internal/engine/frag"
-	"partita.dev/partita/internal/engine/policies"
 	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/scenario"
 	"partita.dev/partita/internal/store"
@@ -171,7 +170,7 @@ func New(ctx context.Context, s *store.Store, opt Options) (*World, error) {
 		return nil, fmt.Errorf("clock: %w", err)
 	}
 	w := &World{
-		opt: opt, store: s, st: st, cfg: cfg, capacity: CapacityOf(st), nodes: map[string]nodeInfo{},
+		opt: opt, store: s, st: st, cfg: cfg, capacity: engine.CapacityOf(st), nodes: map[string]nodeInfo{},
 		sch:  sched.New(cfg, rand.New(rand.NewSource(opt.Seed))),
 		jobs: map[string]*job{}, waits: map[string]sched.Wait{}, tomb: map[string]bool{}, kick: make(chan struct{}, 1),
 		clk: clock{epoch: c.Epoch, base: c.Now, wallBase: opt.Wall(), speed: opt.Speed, wall: opt.Wall},
@@ -202,30 +201,16 @@ func New(ctx context.Context, s *store.Store, opt Options) (*World, error) {
 	return w, nil
 }
 
-// schedulerConfig is the partita preset around Partita's placement,
-// told the request mix of the scenario's workloads (a whole GPU when it
-// has none), as the mixed-workload benchmark builds it.
+// schedulerConfig is the partita preset, told the request mix of the
+// scenario's workloads, as the mixed-workload benchmark builds it.
 func schedulerConfig(sc *scenario.Scenario, st *cluster.State) (sched.Config, error) {
-	var shapes []frag.Shape
+	var jobs []workload.Job
 	if arrivals, err := sc.Jobs(sc.Seed); err == nil {
 		for _, a := range arrivals {
-			for _, t := range a.Job.Tasks {
-				if t.GPU.Kind == workload.WholeGPUs {
-					shapes = append(shapes, frag.Shape{CPUMilli: t.CPUMilli, MemMiB: t.MemoryMiB, Milli: 1000, Num: t.GPU.Count})
-				}
-			}
+			jobs = append(jobs, a.Job)
 		}
 	}
-	if len(shapes) == 0 {
-		shapes = []frag.Shape{{Milli: 1000, Num: 1}}
-	}
-	pc := policies.ConfigFor(st, frag.Typicals(frag.WithoutMemory(shapes), frag.DefaultThreshold, nil))
-	pc.Shapes = shapes
-	pol, err := policies.New("partita", pc)
-	if err != nil {
-		return sched.Config{}, err
-	}
-	return sched.Preset("partita", pol)
+	return sched.Build("partita", st, sched.ShapesOf(jobs))
 }
 
 // SetTeams replaces the teams' quotas; the next cycle uses them.
@@ -283,38 +268,3 @@ func (w *World) Time(t time.Duration) time.Time { return w.clk.at(t) }
 
 // Since converts a timestamp back to cluster time.
 func (w *World) Since(t time.Time) time.Duration { return t.Sub(w.clk.epoch) }
-
-// CapacityOf summarises what a cluster could ever offer one task (as the
-// scheduler does, to refuse work that can never run).
-func CapacityOf(st *cluster.State) *workload.Capacity {
-	c := &workload.Capacity{MaxGPUs: map[string]int{}, MIGProfiles: map[string][]string{}, GPUMemoryMiB: map[string]int64{}}
-	for i := 0; i < st.Len(); i++ {
-		n := st.Node(i)
-		c.MaxCPUMilli = max(c.MaxCPUMilli, n.CPUMilli)
-		c.MaxMemoryMiB = max(c.MaxMemoryMiB, n.MemoryMiB)
-		count := map[string]int{}
-		for j := range n.GPUs {
-			m := n.GPUs[j].Model
-			count[m.Name]++
-			c.GPUMemoryMiB[m.Name] = m.MemoryMiB
-			for _, p := range m.Profiles {
-				if !containsString(c.MIGProfiles[p.Name], m.Name) {
-					c.MIGProfiles[p.Name] = append(c.MIGProfiles[p.Name], m.Name)
-				}
-			}
-		}
-		for m, k := range count {
-			c.MaxGPUs[m] = max(c.MaxGPUs[m], k)
-		}
-	}
-	return c
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -192,8 +192,9 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	}
 	if prune {
 		s.heldCache = next
+		s.forgetGone(c)
 	}
-	c.capacity = capacityOf(in.Cluster)
+	c.capacity = engine.CapacityOf(in.Cluster)
 	return c
 }
 
@@ -518,3 +519,36 @@ func shapeKey(j *Job) string {
 }
 
 func productionClass() workload.Class { return workload.Production }
+
+// forgetGone drops what the scheduler remembers of jobs that are no longer
+// in the input (finished or cancelled), so a long-running server does not
+// grow without end.
+func (s *Scheduler) forgetGone(c *cycle) {
+	for id := range s.valid {
+		if _, ok := c.byID[id]; !ok {
+			delete(s.valid, id)
+		}
+	}
+	for id := range s.invalid {
+		if _, ok := c.byID[id]; !ok {
+			delete(s.invalid, id)
+		}
+	}
+	for id := range s.shapes {
+		if _, ok := c.byID[id]; !ok {
+			delete(s.shapes, id)
+		}
+	}
+	for id := range s.attempts {
+		if _, ok := c.byID[id]; !ok {
+			delete(s.attempts, id)
+		}
+	}
+	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff} {
+		for id := range m {
+			if _, ok := c.byID[id]; !ok {
+				delete(m, id)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
 	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/sim"
@@ -93,7 +94,7 @@ func jobShareOf(w *world, a *cluster.Assignment) float64 {
 	n := w.st.NodeByName(a.Node)
 	total := 0.0
 	for _, g := range a.Grants {
-		total += gpuShare(n, g)
+		total += engine.GrantShare(n, g)
 	}
 	return total
 }
@@ -292,20 +293,6 @@ func lostWork(j *job, ran time.Duration) time.Duration {
 		return 0
 	}
 	return ran
-}
-
-// gpuShare is the share of one GPU a grant holds: a whole or partial GPU
-// by its milli, a MIG instance by the larger of its compute (of 7) and
-// memory (of 8) slices.
-func gpuShare(n *cluster.Node, g cluster.Grant) float64 {
-	if g.Slice == nil {
-		return float64(g.Milli) / 1000
-	}
-	p, err := n.GPUs[g.GPU].Model.Profile(g.Slice.Profile)
-	if err != nil {
-		return 0
-	}
-	return max(float64(p.Compute)/7, float64(p.Memory)/8)
 }
 
 func grantsString(a cluster.Assignment) string {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
 	"partita.dev/partita/internal/engine/sched"
-	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/workload"
 )
 
@@ -103,8 +103,8 @@ func (m *metrics) placed(w *world, j *job, s sched.Start) {
 	m.advance(w.now())
 	n := w.st.NodeByName(s.Assignment.Node)
 	for _, g := range s.Assignment.Grants {
-		m.allocNow += gpuShare(n, g)
-		j.heldShare += gpuShare(n, g)
+		m.allocNow += engine.GrantShare(n, g)
+		j.heldShare += engine.GrantShare(n, g)
 	}
 	if oom(n, s.Assignment, j.Spec.Tasks[s.Task]) {
 		m.oom++
@@ -130,40 +130,6 @@ func oom(n *cluster.Node, a cluster.Assignment, t workload.Task) bool {
 	return got < t.GPU.PeakMemoryMiB
 }
 
-// need is the GPU a task needs: whole GPUs count whole; a share its share;
-// a MIG or memory profile the share of the smallest MIG profile that holds
-// it (the larger of its compute and memory slices), on the model it runs on.
-func need(n *cluster.Node, a cluster.Assignment, t workload.Task) float64 {
-	switch t.GPU.Kind {
-	case workload.WholeGPUs:
-		return float64(t.GPU.Count)
-	case workload.Fraction:
-		return float64(t.GPU.Milli) / 1000
-	case workload.NoGPU:
-		return 0
-	}
-	var model *gpu.Model
-	if len(a.Grants) > 0 {
-		model = n.GPUs[a.Grants[0].GPU].Model
-	} else if model = n.Model(); model == nil {
-		return 0
-	}
-	var p *gpu.Profile
-	var err error
-	if t.GPU.Kind == workload.MIGProfile {
-		p, err = model.Profile(t.GPU.Profile)
-	} else if model.MIG {
-		p, err = model.ProfileFor(t.GPU.PeakMemoryMiB, t.GPU.Compute, gpu.DefaultHeadroom)
-	}
-	if err == nil && p != nil {
-		return max(float64(p.Compute)/7, float64(p.Memory)/8)
-	}
-	if model.MemoryMiB > 0 {
-		return min(1, max(t.GPU.Compute, float64(t.GPU.PeakMemoryMiB)/float64(model.MemoryMiB)))
-	}
-	return t.GPU.Compute
-}
-
 // jobNeed is what a complete job's tasks need.
 func jobNeed(w *world, j *job) float64 {
 	total := 0.0
@@ -171,7 +137,7 @@ func jobNeed(w *world, j *job) float64 {
 		if a == nil {
 			continue
 		}
-		total += need(w.st.NodeByName(a.Node), *a, j.Spec.Tasks[i])
+		total += engine.Need(w.st.NodeByName(a.Node), *a, j.Spec.Tasks[i])
 	}
 	return total
 }
@@ -184,7 +150,7 @@ func jobHeld(w *world, j *job) float64 {
 		}
 		n := w.st.NodeByName(a.Node)
 		for _, g := range a.Grants {
-			total += gpuShare(n, g)
+			total += engine.GrantShare(n, g)
 		}
 	}
 	return total
