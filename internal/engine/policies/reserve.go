@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"sort"
 	"strings"
 
 	"partita.dev/partita/internal/cluster"
@@ -37,6 +38,20 @@ type reserve struct {
 	// they depend on the cluster alone, so a placement on an unchanged
 	// cluster (a gang's tasks tried again, a victim search) reuses them.
 	prepared uint64
+	// Per-node contributions to the totals, kept by node generation, so a
+	// placement re-reads only the nodes that changed since the last one.
+	nodes     []contribution
+	freeMilli int
+	hosts     map[int]int
+	modelFree map[string]int
+}
+
+// contribution is what one node adds to the totals Prepare needs.
+type contribution struct {
+	gen   uint64
+	free  int
+	model string
+	hosts []bool // per r.ks: can it host a k-GPU task
 }
 
 // reservePenalty moves a placement behind every unpenalised one while
@@ -78,7 +93,7 @@ func newReserve(shapes []frag.Shape, factor float64, canonical func(string) stri
 	return r
 }
 
-func (r *reserve) hosts(n *cluster.Node, k int, free int, cpu, mem int64) bool {
+func (r *reserve) canHost(n *cluster.Node, k int, free int, cpu, mem int64) bool {
 	return free >= k && cpu >= r.cpu[k] && mem >= r.mem[k]
 }
 
@@ -87,33 +102,56 @@ func (r *reserve) Prepare(st *cluster.State, _ *engine.Request) {
 		return
 	}
 	r.prepared = st.Version()
-	var freeMilli int
-	hosts := map[int]int{}
-	modelFree := map[string]int{}
-	for i := 0; i < st.Len(); i++ {
+	if len(r.nodes) != st.Len() {
+		r.nodes = make([]contribution, st.Len())
+		r.freeMilli, r.hosts, r.modelFree = 0, map[int]int{}, map[string]int{}
+	}
+	for i := range r.nodes {
 		n := st.Node(i)
-		freeMilli += n.GPUFreeMilli()
-		if m := n.Model(); m != nil {
-			if _, seen := modelFree[m.Name]; !seen {
-				modelFree[m.Name] = 0
-			}
-			modelFree[m.Name] += n.GPUFreeMilli()
+		if r.nodes[i].gen == n.Gen() && r.nodes[i].gen != 0 {
+			continue
 		}
-		f := n.FullyFreeGPUs()
-		for _, k := range r.ks {
-			if r.hosts(n, k, f, n.CPUFree(), n.MemFree()) {
-				hosts[k]++
-			}
-		}
+		r.add(r.nodes[i], -1)
+		r.nodes[i] = r.contributionOf(n)
+		r.add(r.nodes[i], +1)
 	}
 	for _, k := range r.ks {
-		expected := float64(freeMilli) / 1000 * r.frac[k] / float64(k) * r.factor
-		r.scarce[k] = float64(hosts[k]) <= expected
+		expected := float64(r.freeMilli) / 1000 * r.frac[k] / float64(k) * r.factor
+		r.scarce[k] = float64(r.hosts[k]) <= expected
 	}
 	r.models = r.models[:0]
-	for m, free := range modelFree {
+	for m, free := range r.modelFree {
 		r.models = append(r.models, m)
-		r.modelScarce[m] = r.modelFrac[m] > 0 && float64(free) <= float64(freeMilli)*r.modelFrac[m]*r.factor
+		r.modelScarce[m] = r.modelFrac[m] > 0 && float64(free) <= float64(r.freeMilli)*r.modelFrac[m]*r.factor
+	}
+	sort.Strings(r.models)
+}
+
+func (r *reserve) contributionOf(n *cluster.Node) contribution {
+	c := contribution{gen: n.Gen(), free: n.GPUFreeMilli(), hosts: make([]bool, len(r.ks))}
+	if m := n.Model(); m != nil {
+		c.model = m.Name
+	}
+	f := n.FullyFreeGPUs()
+	for x, k := range r.ks {
+		c.hosts[x] = r.canHost(n, k, f, n.CPUFree(), n.MemFree())
+	}
+	return c
+}
+
+// add adds (sign +1) or removes (-1) a node's contribution to the totals.
+func (r *reserve) add(c contribution, sign int) {
+	if c.gen == 0 {
+		return
+	}
+	r.freeMilli += sign * c.free
+	if c.model != "" {
+		r.modelFree[c.model] += sign * c.free
+	}
+	for x, k := range r.ks {
+		if c.hosts[x] {
+			r.hosts[k] += sign
+		}
 	}
 }
 
@@ -144,7 +182,7 @@ func (r *reserve) Adjust(n *cluster.Node, req *engine.Request, score int64, h en
 	after := f - takesFree(n, req, h)
 	cpu, mem := n.CPUFree()-req.CPUMilli, n.MemFree()-req.MemMiB
 	for _, k := range r.ks {
-		if r.scarce[k] && r.hosts(n, k, f, n.CPUFree(), n.MemFree()) && !r.hosts(n, k, after, cpu, mem) {
+		if r.scarce[k] && r.canHost(n, k, f, n.CPUFree(), n.MemFree()) && !r.canHost(n, k, after, cpu, mem) {
 			return score - reservePenalty
 		}
 	}
