@@ -10,6 +10,11 @@ type SubmitRequest struct {
 	// Project must be a project of the team; default "default".
 	Project string `json:"project,omitempty"`
 	Name    string `json:"name,omitempty"` // free text, up to 200 characters
+	// Image and Command say what the tasks run: a container image and
+	// a command line (either or both). The virtual cluster runs nothing
+	// and keeps them with the job; worlds that run processes use them.
+	Image   string `json:"image,omitempty"`
+	Command string `json:"command,omitempty"`
 	// Class is production, batch or best-effort (default batch); the team
 	// must allow it.
 	Class string `json:"class,omitempty"`
@@ -60,6 +65,8 @@ type Job struct {
 	Team            string     `json:"team"`
 	Project         string     `json:"project"`
 	User            string     `json:"user"`
+	Image           string     `json:"image,omitempty"`
+	Command         string     `json:"command,omitempty"`
 	Class           string     `json:"class"`
 	State           string     `json:"state"`
 	Reason          string     `json:"reason,omitempty"` // of the last transition, or why it waits
@@ -156,4 +163,38 @@ type QueueEntry struct {
 	GPUs        float64   `json:"gpus"`
 	SubmittedAt time.Time `json:"submitted_at"`
 	QueueSlot
+}
+
+// JobPreview is the answer to POST /jobs/preview: the job as a submission
+// of the same body would make it (defaults filled in, every check done),
+// and what one task would get on each GPU model of the cluster. Nothing
+// is stored.
+type JobPreview struct {
+	Team      string          `json:"team"`
+	Project   string          `json:"project"`
+	Class     string          `json:"class"`
+	Tasks     int             `json:"tasks"`
+	Gang      int             `json:"gang,omitempty"`
+	CPUMilli  int64           `json:"cpu_milli"`  // per task
+	MemoryMiB int64           `json:"memory_mib"` // per task
+	Demand    string          `json:"demand"`     // one task's GPU demand in words
+	GPUs      float64         `json:"gpus"`       // the whole job, in GPUs (a slice counts its compute share)
+	BurstGPUs float64         `json:"burst_gpus"` // the most the team may hold
+	Options   []PreviewOption `json:"options"`
+}
+
+// PreviewOption is what one task would take on GPUs of one model: a MIG
+// profile (picked as the engine picks it: the smallest that holds the
+// peak memory with 10% headroom and the compute share), a share of a GPU
+// with MIG off, or whole GPUs on one node. Fits is false, with Note
+// saying why, when no GPU of the model can ever hold the task.
+type PreviewOption struct {
+	Model      string  `json:"model"`
+	MIG        string  `json:"mig,omitempty"`
+	MIGMemMiB  int64   `json:"mig_memory_mib,omitempty"`
+	MIGCompute float64 `json:"mig_compute,omitempty"` // the profile's share of the GPU's compute
+	Milli      int     `json:"milli,omitempty"`       // with MIG off: thousandths of one GPU
+	WholeGPUs  int     `json:"whole_gpus,omitempty"`
+	Fits       bool    `json:"fits"`
+	Note       string  `json:"note,omitempty"`
 }

@@ -57,7 +57,7 @@ func (e *env) fixture(rt route, user string) (path string, body any) {
 	path = strings.Replace(path, "{team}", "search", 1)
 	path = strings.Replace(path, "{user}", "member-s", 1)
 	switch rt.method + " " + rt.path {
-	case "POST " + api.Prefix + "/jobs":
+	case "POST " + api.Prefix + "/jobs", "POST " + api.Prefix + "/jobs/preview":
 		body = smallJob(teamOf(user))
 	case "PATCH " + api.Prefix + "/jobs/{id}":
 		body = api.JobPatch{Class: "best-effort"}

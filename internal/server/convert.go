@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"partita.dev/partita/internal/api"
@@ -14,6 +16,7 @@ func (s *Server) jobView(j *store.Job) api.Job {
 		ID: j.ID, Name: j.Name, Team: j.Team, Project: j.Project, User: j.User, Class: j.Class, State: j.State, Reason: j.Reason,
 		Gang: j.Spec.Gang, Attempts: j.Attempts, SubmittedAt: s.world.Time(j.SubmittedAt), Tasks: []api.Task{},
 	}
+	v.Image, v.Command = runs(j.Request)
 	wj := workload.Job{Tasks: j.Spec.Tasks}
 	v.GPUs = float64(wj.GPUMilli()) / 1000
 	if j.Spec.Duration > 0 {
@@ -49,6 +52,20 @@ func (s *Server) jobView(j *store.Job) api.Job {
 		v.Tasks = append(v.Tasks, tv)
 	}
 	return v
+}
+
+// runs reads the image and command from a stored request; most jobs have
+// neither, and those skip the decoding.
+func runs(request []byte) (image, command string) {
+	if !bytes.Contains(request, []byte(`"image"`)) && !bytes.Contains(request, []byte(`"command"`)) {
+		return "", ""
+	}
+	var r struct {
+		Image   string `json:"image"`
+		Command string `json:"command"`
+	}
+	_ = json.Unmarshal(request, &r)
+	return r.Image, r.Command
 }
 
 func (s *Server) timePtr(d time.Duration) *time.Time {

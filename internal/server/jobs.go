@@ -172,6 +172,32 @@ func (s *Server) cancelJob(c *call) error {
 	return c.json(http.StatusOK, s.jobView(cur))
 }
 
+// requeueJob puts a job that holds resources back in its team's queue at
+// once; a queued job is answered as it is.
+func (s *Server) requeueJob(c *call) error {
+	j, _, err := s.visibleJob(c)
+	if err != nil {
+		return err
+	}
+	if api.Terminal(j.State) {
+		return errorf(http.StatusConflict, "", "job %s is already %s; submit it again instead", j.ID, j.State)
+	}
+	found, err := s.world.Requeue(c.r.Context(), j.ID, c.who.User)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return errorf(http.StatusConflict, "", "job %s is being taken up or has just finished; retry", j.ID)
+	}
+	cur, slot, err := s.current(c, j.ID)
+	if err != nil {
+		return err
+	}
+	v := s.jobView(cur)
+	v.Queue = slot
+	return c.json(http.StatusOK, v)
+}
+
 func (s *Server) patchJob(c *call) error {
 	j, _, err := s.visibleJob(c)
 	if err != nil {

@@ -22,6 +22,8 @@ const (
 	maxTasks       = 4096
 	maxNameLen     = 200
 	maxKeyLen      = 200
+	maxImageLen    = 500
+	maxCommandLen  = 4096
 	maxJobDuration = 8760 * time.Hour // a year of cluster time
 )
 
@@ -89,6 +91,12 @@ func checkProjectAndName(team teamInfo, req *api.SubmitRequest) error {
 	}
 	if len(req.Name) > maxNameLen {
 		return badRequest("name", "name: %d characters; at most %d", len(req.Name), maxNameLen)
+	}
+	if len(req.Image) > maxImageLen || strings.ContainsAny(req.Image, " \t\r\n") {
+		return badRequest("image", "image: %q must be an image reference such as registry/name:tag, without spaces, at most %d characters", truncateText(req.Image, 40), maxImageLen)
+	}
+	if len(req.Command) > maxCommandLen {
+		return badRequest("command", "command: %d characters; at most %d", len(req.Command), maxCommandLen)
 	}
 	return nil
 }
@@ -324,4 +332,11 @@ func nameTasks(rec *store.Job) {
 	for i := range rec.Spec.Tasks {
 		rec.Spec.Tasks[i].Name = fmt.Sprintf("%s-%d", rec.ID, i)
 	}
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

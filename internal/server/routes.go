@@ -51,6 +51,8 @@ func (s *Server) routes() []route {
 			query: []param{pTeam, {"state", "comma-separated states"}, {"project", "project"}, {"user", "submitter"}, {"class", "priority class"}, pLimit, {"after", "the cursor `next` of the previous page"}}, handler: s.listJobs},
 		{method: "GET", path: api.Prefix + "/jobs/{id}", summary: "A job with its events and, while queued, its position and estimated start", roles: everyone, status: 200, resp: api.Job{}, handler: s.getJob},
 		{method: "PATCH", path: api.Prefix + "/jobs/{id}", summary: "Change a job's priority class within its team's allowed classes", roles: leads, body: api.JobPatch{}, status: 200, resp: api.Job{}, handler: s.patchJob},
+		{method: "POST", path: api.Prefix + "/jobs/preview", summary: "Check a submission and say what it would ask for on each GPU model, storing nothing", roles: submitters, body: api.SubmitRequest{}, status: 200, resp: api.JobPreview{}, handler: s.previewJob},
+		{method: "POST", path: api.Prefix + "/jobs/{id}/requeue", summary: "Put a job that holds resources back in its team's queue at once (it loses the work since its last checkpoint)", roles: leads, status: 200, resp: api.Job{}, handler: s.requeueJob},
 		{method: "POST", path: api.Prefix + "/jobs/{id}/cancel", summary: "Cancel a job (members: their own jobs)", roles: submitters, status: 200, resp: api.Job{}, handler: s.cancelJob},
 		{method: "GET", path: api.Prefix + "/queue", summary: "Queued jobs by team with positions and estimated starts", roles: everyone, query: []param{pTeam}, status: 200, resp: api.Queue{}, handler: s.queue},
 		{method: "GET", path: api.Prefix + "/cluster", summary: "Nodes, GPUs, MIG slices and utilization", roles: everyone, status: 200, resp: api.Cluster{}, handler: s.cluster},

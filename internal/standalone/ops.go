@@ -126,3 +126,41 @@ func (w *World) SetClass(ctx context.Context, id string, class workload.Class, b
 	w.poke()
 	return true, w.store.Wait(ctx, done)
 }
+
+// Requeue puts a job that holds resources back in its team's queue at
+// once, as a preemption does after its grace period but without one: what
+// it holds is released, its ledger holds close, and it loses the work
+// since its last checkpoint. A queued job is left as it is. found is
+// false when the world does not have the job.
+func (w *World) Requeue(ctx context.Context, id, by string) (found bool, err error) {
+	w.lock()
+	j := w.jobs[id]
+	if j == nil {
+		w.mu.Unlock()
+		return false, nil
+	}
+	if j.Phase == sched.Pending && j.rec.State == api.StateQueued {
+		w.mu.Unlock()
+		return true, nil
+	}
+	w.now = max(w.now, w.clk.now())
+	rt := &j.rec.Runtime
+	lost := time.Duration(0)
+	if rt.RunSince >= 0 && j.rec.Spec.Duration > 0 {
+		ran := w.now - rt.RunSince
+		lost = lostWork(j, ran)
+		rt.Remaining = max(rt.Remaining-ran+lost, time.Second)
+	}
+	w.stop(j)
+	j.Phase = sched.Pending
+	rt.QueuedAt, rt.Grace = w.now, 0
+	reason := "requeued by " + by
+	if lost > 0 {
+		reason += fmt.Sprintf("; lost %s of work since its last checkpoint", lost.Round(time.Second))
+	}
+	w.record(j, api.StateQueued, "requeued", reason)
+	done := w.flush()
+	w.mu.Unlock()
+	w.poke()
+	return true, w.store.Wait(ctx, done)
+}
