@@ -32,11 +32,24 @@ const (
 )
 
 // mibPerGB turns the nominal GB in a product or profile name into MiB. The
-// driver reports a little less than the nominal figure (nvidia-smi -lgip
-// lists a 1g.10gb at under 10 GiB); the MIG guide gives only fractions of
-// memory, not MiB, so we keep the nominal figure and let DefaultHeadroom
-// absorb the difference.
+// driver reports less than the nominal figure, and an instance's real size
+// is what a task can use: where we have an `nvidia-smi mig -lgip` transcript
+// the profile memory is what it reports (reportedGiB); elsewhere the
+// nominal figure stands and DefaultHeadroom has to absorb the gap.
 const mibPerGB = 1024
+
+// reportedGiB is the instance memory `nvidia-smi mig -lgip` reports, per
+// model, in migKinds order.
+//   - H200-141GB: measured on an H200 (driver 580.159.04), 2026-11-29;
+//     testdata/h200-nvidia-smi-mig.txt is the transcript (16.00 GiB for a
+//     "1g.18gb": the nominal figure over-promises by 11 %).
+//   - H100-80GB: a public transcript (jbarrow.ai/field_notes/nvidia-mig,
+//     updated 2026-06-11).
+//   - A100: no transcript found; nominal sizes.
+var reportedGiB = map[string][]float64{
+	"H200-141GB": {16.00, 16.00, 32.50, 32.50, 69.75, 69.75, 140.00},
+	"H100-80GB":  {9.75, 9.75, 19.62, 19.62, 39.50, 39.50, 79.25},
+}
 
 // migKind is one row of the MIG guide's profile table: a profile shape that
 // every MIG GPU in the catalog offers under its own name (1g.10gb on an
@@ -77,7 +90,7 @@ const (
 		"transcripts for A100-80GB and H100-80GB; profile memory is the nominal GB in the name x 1024 MiB"
 	specSource    = "NVIDIA data sheet (memory, SMs); not MIG-capable"
 	aliTraceOnly  = "Alibaba GPU 2023 trace (cluster-trace-gpu-v2023); the model is undisclosed, so memory and SMs are unknown"
-	h200Placement = "; H200 placements assumed equal to the H100's (same GH100 die; no H200 -lgipp transcript was found)"
+	h200Placement = "; H200 profiles, memory and placements from nvidia-smi mig -lgip/-lgipp on an H200 (testdata/h200-nvidia-smi-mig.txt)"
 )
 
 // catalog is every GPU model Partita knows, in the order Catalog returns them.
@@ -87,13 +100,13 @@ var catalog = []*Model{
 		Name: "A100-40GB", Aliases: []string{"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-PCIE-40GB"},
 		MemoryMiB: 40 * mibPerGB, SMs: 108, PCIDeviceIDs: []string{"0x20B0", "0x20B1"},
 		MIG: true, Known: true, Source: migSource,
-		Profiles: migProfiles(ga100, "1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
+		Profiles: migProfiles(ga100, nil, "1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
 	},
 	{
 		Name: "A100-80GB", Aliases: []string{"NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-80GB-PCIe"},
 		MemoryMiB: 80 * mibPerGB, SMs: 108, PCIDeviceIDs: []string{"0x20B2", "0x20B5"},
 		MIG: true, Known: true, Source: migSource,
-		Profiles: migProfiles(ga100, "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+		Profiles: migProfiles(ga100, nil, "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
 	},
 	{
 		// SMs are the SXM5 card's; the PCIe card (0x2331) has 114, so its
@@ -101,13 +114,15 @@ var catalog = []*Model{
 		Name: "H100-80GB", Aliases: []string{"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-PCIe"},
 		MemoryMiB: 80 * mibPerGB, SMs: 132, PCIDeviceIDs: []string{"0x2330", "0x2331"},
 		MIG: true, Known: true, Source: migSource,
-		Profiles: migProfiles(gh100, "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+		Profiles: migProfiles(gh100, reportedGiB["H100-80GB"], "1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
 	},
 	{
+		// Memory and placements as an H200 reports them (143771 MiB,
+		// device id 0x2335; testdata/h200-nvidia-smi-mig.txt).
 		Name: "H200-141GB", Aliases: []string{"NVIDIA-H200", "NVIDIA-H200-NVL", "H200"},
-		MemoryMiB: 141 * mibPerGB, SMs: 132, PCIDeviceIDs: []string{"0x2335", "0x233B"},
+		MemoryMiB: 143771, SMs: 132, PCIDeviceIDs: []string{"0x2335", "0x233B"},
 		MIG: true, Known: true, Source: migSource + h200Placement,
-		Profiles: migProfiles(gh100, "1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
+		Profiles: migProfiles(gh100, reportedGiB["H200-141GB"], "1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
 	},
 	{Name: "L4", Aliases: []string{"NVIDIA-L4"}, MemoryMiB: 24 * mibPerGB, SMs: 58, Known: true, Source: specSource},
 	{Name: "L40S", Aliases: []string{"NVIDIA-L40S"}, MemoryMiB: 48 * mibPerGB, SMs: 142, Known: true, Source: specSource},
@@ -134,7 +149,7 @@ var catalog = []*Model{
 // migProfiles builds a model's profiles from its names, one per migKinds row
 // in that order. The data above is static, so a mismatch is a programming
 // error caught at start-up (and by TestCatalogMatchesReference).
-func migProfiles(a arch, names ...string) []Profile {
+func migProfiles(a arch, reported []float64, names ...string) []Profile {
 	if len(names) != len(migKinds) {
 		panic(fmt.Sprintf("gpu: %d MIG profile names for %d kinds", len(names), len(migKinds)))
 	}
@@ -144,12 +159,16 @@ func migProfiles(a arch, names ...string) []Profile {
 		if a == gh100 {
 			sms = k.smsGH100
 		}
+		mem := nominalMiB(names[i])
+		if reported != nil {
+			mem = int64(reported[i] * mibPerGB)
+		}
 		out[i] = Profile{
 			Name:      names[i],
 			Compute:   k.compute,
 			Memory:    k.memory,
 			Starts:    k.starts,
-			MemoryMiB: nominalMiB(names[i]),
+			MemoryMiB: mem,
 			SMs:       sms,
 			MediaExt:  k.mediaExt,
 			MaxPerGPU: k.maxPerGPU,
