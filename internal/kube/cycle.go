@@ -57,7 +57,13 @@ func (s *Scheduler) cycle(ctx context.Context) error {
 			s.opt.Logger.Debug("node", "state", snap.State.Node(i).Describe(), "view", fmt.Sprintf("%+v", *snap.Views[snap.State.Node(i).Name]))
 		}
 	}
+	acting := time.Now()
 	waits := s.act(ctx, snap, d)
+	if len(d.Starts)+len(d.Preemptions)+len(d.Reconfigs) > 0 {
+		s.opt.Logger.Info("cycle", "starts", len(d.Starts), "preemptions", len(d.Preemptions), "reconfigs", len(d.Reconfigs),
+			"waiting", len(d.Waiting)+len(snap.Held), "snapshot", decided.Sub(began).Round(time.Millisecond),
+			"engine", acting.Sub(decided).Round(time.Millisecond), "act", time.Since(acting).Round(time.Millisecond))
+	}
 	s.report(snap, d, waits)
 	s.statuses.set(summarize(snap, d))
 	s.metrics.cycles.Inc()

@@ -45,14 +45,14 @@ func repoFile(parts ...string) string {
 // env is one test's cluster: an API server, clients, and the CRDs from
 // deploy/kubernetes/crds.yaml installed.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	cfg    *rest.Config
 	client kubernetes.Interface
 	dyn    dynamic.Interface
 }
 
-func newEnv(t *testing.T, flags ...string) *env {
+func newEnv(t testing.TB, flags ...string) *env {
 	t.Helper()
 	cfg := kubetest.Start(t, flags...)
 	cfg.QPS, cfg.Burst = 5000, 10000
@@ -62,7 +62,7 @@ func newEnv(t *testing.T, flags ...string) *env {
 }
 
 // manifests reads the YAML documents of a file under deploy/kubernetes.
-func manifests(t *testing.T, name string) []*unstructured.Unstructured {
+func manifests(t testing.TB, name string) []*unstructured.Unstructured {
 	t.Helper()
 	f, err := os.Open(repoFile("deploy", "kubernetes", name))
 	if err != nil {
@@ -164,7 +164,7 @@ func (e *env) startScheduler(opt kube.Options) *scheduler {
 	if os.Getenv("PARTITA_TEST_LOG") != "" {
 		opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	s, err := kube.New(e.client, e.dyn, opt, nil)
+	s, err := kube.New(kubernetes.NewForConfigOrDie(kube.ClientConfig(e.cfg)), e.dyn, opt, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"partita.dev/partita/internal/kube/api/v1alpha1"
 )
@@ -35,4 +36,14 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// rest2SA is the test's config impersonating Partita's ServiceAccount.
+func rest2SA(e *env) *rest.Config {
+	c := rest.CopyConfig(e.cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:partita-system:partita",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:partita-system", "system:authenticated"},
+	}
+	return c
 }
