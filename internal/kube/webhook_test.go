@@ -28,8 +28,8 @@ func TestChooseDevice(t *testing.T) {
 		{"headroom pushes 10 GiB to 1g.20gb", 10 << 10, 0, nil, h100, "nvidia.com/mig-1g.20gb", false},
 		{"compute pushes to 2g", 6 << 10, 0.25, nil, h100, "nvidia.com/mig-2g.20gb", false},
 		{"too big for MIG, fits a whole L4? no: 70 GiB on H100 is 7g", 70 << 10, 0, nil, h100, "nvidia.com/mig-7g.80gb", false},
-		{"the H200's 1g.18gb holds 15 GiB in one slice", 15 << 10, 0, nil, mixed, "nvidia.com/mig-1g.18gb", false},
-		{"the product selector limits the models", 15 << 10, 0, []string{"H100-80GB"}, mixed, "nvidia.com/mig-1g.20gb", false},
+		{"the H200's 1g.18gb holds 14 GiB in one memory slice, the H100 needs two", 14 << 10, 0, nil, mixed, "nvidia.com/mig-1g.18gb", false},
+		{"the product selector limits the models", 14 << 10, 0, []string{"H100-80GB"}, mixed, "nvidia.com/mig-1g.20gb", false},
 		{"only a non-MIG model: a whole GPU", 10 << 10, 0, []string{"L4"}, mixed, "nvidia.com/gpu", false},
 		{"nothing holds it", 200 << 10, 0, nil, mixed, "", true},
 	}
@@ -60,8 +60,8 @@ func TestWebhookPatchesMemoryPods(t *testing.T) {
 		}
 		return out.Response
 	}
-	// 18 GiB plus 10% headroom fits the 20 GiB of a 1g.20gb.
-	resp := review(pod("p").ann(AnnotationGPUMemory, "18Gi").obj())
+	// 12 GiB plus 10% headroom needs the 2 memory slices of a 1g.20gb.
+	resp := review(pod("p").ann(AnnotationGPUMemory, "12Gi").obj())
 	patch := string(resp.Patch)
 	for _, want := range []string{
 		// The pod has no limits at all: the map is added whole.

@@ -18,10 +18,10 @@ func TestBadObjects(t *testing.T) {
 		extra             map[string]any
 		want              string
 	}{
-		"negative guarantee":            {-1, 0, nil, "guaranteedGPUs"},
-		"burst below the guarantee":     {4, 2, nil, "burstGPUs must be 0 (no borrowing) or at least guaranteedGPUs"},
-		"zero weight":                   {1, 0, map[string]any{"weight": 0}, "weight"},
-		"empty team":                    {1, 0, map[string]any{"team": ""}, "team"},
+		"negative guarantee":        {-1, 0, nil, "guaranteedGPUs"},
+		"burst below the guarantee": {4, 2, nil, "burstGPUs must be 0 (no borrowing) or at least guaranteedGPUs"},
+		"zero weight":               {1, 0, map[string]any{"weight": 0}, "weight"},
+		"empty team":                {1, 0, map[string]any{"team": ""}, "team"},
 		"an unknown field is dropped, a wrong type is not": {1, 0, map[string]any{"guaranteedGPUs": "lots"}, "guaranteedGPUs"},
 	} {
 		err := e.createQueue("q-"+strings.ReplaceAll(name, " ", "-")[:10], tc.guaranteed, tc.burst, tc.extra)
