@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"partita.dev/partita/internal/accounting"
+	"partita.dev/partita/internal/portal"
 	"partita.dev/partita/internal/scenario"
 	"partita.dev/partita/internal/server"
 	"partita.dev/partita/internal/standalone"
@@ -108,6 +109,11 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	web, err := portal.New(portal.Config{API: srv.Handler(), World: world, Store: st, Log: log})
+	if err != nil {
+		return err
+	}
+	go web.Run(ctx)
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
@@ -117,8 +123,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		// under load; never on the API's.
 		go func() { log.Info("pprof", "err", http.ListenAndServe(addr, pprofMux())) }()
 	}
-	fmt.Fprintf(stdout, "Partita listening on http://%s (virtual cluster %s: %d GPUs at %gx; data in %s)\n", ln.Addr(), sc.Name, world.GPUs(), f.speed, f.dataDir)
-	return run(ctx, ln, srv.Handler(), world, log)
+	fmt.Fprintf(stdout, "Partita listening on http://%s (the portal at /; virtual cluster %s: %d GPUs at %gx; data in %s)\n", ln.Addr(), sc.Name, world.GPUs(), f.speed, f.dataDir)
+	return run(ctx, ln, web.Handler(), world, log)
 }
 
 func pprofMux() *http.ServeMux {
