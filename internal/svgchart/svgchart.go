@@ -18,6 +18,7 @@ type Series struct {
 	Name   string
 	Points []Point
 	Dashed bool
+	Color  string // "" picks the next colour of Palette
 }
 
 // Chart is a line chart. Zero XMax/YMax mean "fit the data".
@@ -90,7 +91,10 @@ func (c Chart) Write(w io.Writer) error {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", marginLeft+plotW/2, c.Height-10, html.EscapeString(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(16,%.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", marginTop+plotH/2, html.EscapeString(c.YLabel))
 	for i, s := range c.Series {
-		color := Palette[i%len(Palette)]
+		color := s.Color
+		if color == "" {
+			color = Palette[i%len(Palette)]
+		}
 		var pts []string
 		for _, p := range s.Points {
 			if p.X < c.XMin || p.X > c.XMax {

@@ -81,9 +81,10 @@ func dur(s float64) string {
 
 func utilizationChart(results []*Result) svgchart.Chart {
 	c := svgchart.Chart{Title: "GPU utilization over time", XLabel: "simulated time (h)", YLabel: "share of all GPUs", YMin: 0, YMax: 1}
-	for _, r := range results {
-		useful := svgchart.Series{Name: r.Scheduler + " useful"}
-		alloc := svgchart.Series{Name: r.Scheduler + " allocated", Dashed: true}
+	for i, r := range results {
+		color := svgchart.Palette[i%len(svgchart.Palette)]
+		useful := svgchart.Series{Name: r.Scheduler + " useful", Color: color}
+		alloc := svgchart.Series{Name: r.Scheduler + " allocated", Dashed: true, Color: color}
 		for _, s := range smooth(r.Timeline, 12) {
 			x := s.T.Hours()
 			useful.Points = append(useful.Points, svgchart.Point{X: x, Y: s.Useful / float64(r.GPUs)})
@@ -107,16 +108,16 @@ func teamsChart(r *Result) svgchart.Chart {
 		end = r.Timeline[n-1].T.Hours()
 	}
 	c.XMax = end
-	for _, t := range teams {
-		s := svgchart.Series{Name: t}
+	for i, t := range teams {
+		s := svgchart.Series{Name: t, Color: svgchart.Palette[i%len(svgchart.Palette)]}
 		for _, p := range smooth(r.Timeline, 12) {
 			s.Points = append(s.Points, svgchart.Point{X: p.T.Hours(), Y: p.Teams[t]})
 		}
 		c.Series = append(c.Series, s)
 	}
-	for _, t := range teams {
+	for i, t := range teams {
 		c.Series = append(c.Series, svgchart.Series{
-			Name: strings.TrimSpace(t + " entitled"), Dashed: true,
+			Name: strings.TrimSpace(t + " entitled"), Dashed: true, Color: svgchart.Palette[i%len(svgchart.Palette)],
 			Points: []svgchart.Point{{X: 0, Y: r.Entitlement[t]}, {X: end, Y: r.Entitlement[t]}},
 		})
 	}
