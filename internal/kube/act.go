@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -198,14 +197,4 @@ func errorClass(err error) string {
 		return "forbidden"
 	}
 	return "error"
-}
-
-// sortedKeys lists a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

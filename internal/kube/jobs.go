@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"partita.dev/partita/internal/cluster"
+	"partita.dev/partita/internal/engine"
 	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/kube/api/v1alpha1"
 	"partita.dev/partita/internal/workload"
@@ -127,7 +128,11 @@ func (s *Snapshot) buildJobs(groups []*group, obj Objects, opt SnapshotOptions) 
 	for _, pg := range obj.PodGroups {
 		podGroups[pg.Namespace+"/"+pg.Name] = pg
 	}
-	capacity := capacityOf(s.State)
+	// What the cluster could ever offer one task (as the engine's own
+	// validation uses it), so that jobs that can never run are held back
+	// with the reason rather than cached by the engine as invalid
+	// forever: a Kubernetes cluster grows.
+	capacity := engine.CapacityOf(s.State)
 	for _, g := range groups {
 		j, why := s.jobOf(g, queues, podGroups[g.namespace+"/"+g.name], capacity)
 		if why == "" && len(g.pending()) > 0 {

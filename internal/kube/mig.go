@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func (s *Scheduler) changeMIG(ctx context.Context, snap *Snapshot, d sched.Decis
 		}
 	}
 	waiting := map[string]string{}
-	for _, node := range sortedKeys(plans) {
+	for _, node := range slices.Sorted(maps.Keys(plans)) {
 		p := plans[node]
 		why := s.applyPlan(ctx, snap, node, p, startsOn[node])
 		for _, job := range p.jobs {

@@ -417,39 +417,3 @@ func pendingDemand(groups []*group, headroom float64) (map[string]map[string]boo
 	}
 	return profiles, whole
 }
-
-// capacityOf summarises what the cluster could ever offer one task (as
-// the engine's own validation does), so that jobs that can never run are
-// held back with the reason rather than cached by the engine as invalid
-// forever: a Kubernetes cluster grows.
-func capacityOf(st *cluster.State) *workload.Capacity {
-	c := &workload.Capacity{MaxGPUs: map[string]int{}, MIGProfiles: map[string][]string{}, GPUMemoryMiB: map[string]int64{}}
-	for i := 0; i < st.Len(); i++ {
-		n := st.Node(i)
-		c.MaxCPUMilli = max(c.MaxCPUMilli, n.CPUMilli)
-		c.MaxMemoryMiB = max(c.MaxMemoryMiB, n.MemoryMiB)
-		count := map[*gpu.Model]int{}
-		for j := range n.GPUs {
-			count[n.GPUs[j].Model]++
-		}
-		for m, k := range count {
-			c.MaxGPUs[m.Name] = max(c.MaxGPUs[m.Name], k)
-			c.GPUMemoryMiB[m.Name] = m.MemoryMiB
-			for _, p := range m.Profiles {
-				if !contains(c.MIGProfiles[p.Name], m.Name) {
-					c.MIGProfiles[p.Name] = append(c.MIGProfiles[p.Name], m.Name)
-				}
-			}
-		}
-	}
-	return c
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

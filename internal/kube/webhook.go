@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,7 +41,7 @@ const WebhookPath = "/mutate-pods"
 func ChooseDevice(peakMiB int64, compute, headroom float64, allowed []string, models map[string]int) (resourceName string, profile string, err error) {
 	names := make([]string, 0, len(models))
 	for n := range models {
-		if len(allowed) == 0 || contains(allowed, n) {
+		if len(allowed) == 0 || slices.Contains(allowed, n) {
 			names = append(names, n)
 		}
 	}
