@@ -342,6 +342,34 @@ func (k *fakeKubelet) wasEvicted(name string) bool {
 
 func (e *env) kubelet() *fakeKubelet {
 	k := &fakeKubelet{evicted: map[string]bool{}}
+	e.every(func(ctx context.Context) {
+		pods, err := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			switch {
+			case p.DeletionTimestamp != nil:
+				if evictedByAPI(p) {
+					k.mu.Lock()
+					k.evicted[p.Name] = true
+					k.mu.Unlock()
+				}
+				_ = e.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, *metav1.NewDeleteOptions(0))
+			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
+				now := metav1.Now()
+				p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &now
+				_, _ = e.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			}
+		}
+	})
+	return k
+}
+
+// every runs f every 50 ms in the background until the test ends (the
+// fake kubelet and MIG manager poll as their real counterparts watch).
+func (e *env) every(f func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -349,32 +377,13 @@ func (e *env) kubelet() *fakeKubelet {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			pods, err := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-			if err == nil {
-				for i := range pods.Items {
-					p := &pods.Items[i]
-					switch {
-					case p.DeletionTimestamp != nil:
-						if evictedByAPI(p) {
-							k.mu.Lock()
-							k.evicted[p.Name] = true
-							k.mu.Unlock()
-						}
-						_ = e.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, *metav1.NewDeleteOptions(0))
-					case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
-						now := metav1.Now()
-						p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &now
-						_, _ = e.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-					}
-				}
-			}
+			f(ctx)
 			select {
 			case <-ctx.Done():
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}()
-	return k
 }
 
 func (e *env) createQueue(name string, guaranteed, burst int64, extra map[string]any) error {

@@ -36,34 +36,25 @@ func (m *fakeMIGManager) changes() []string {
 
 func (e *env) migManager() *fakeMIGManager {
 	m := &fakeMIGManager{}
-	ctx, cancel := context.WithCancel(e.ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	e.t.Cleanup(func() { cancel(); wg.Wait() })
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			nodes, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err == nil {
-				for i := range nodes.Items {
-					n := &nodes.Items[i]
-					if n.Labels[kube.LabelMIGConfigState] == kube.MIGStatePending {
-						if err := e.applyMIG(ctx, n); err == nil {
-							m.mu.Lock()
-							m.applied = append(m.applied, n.Name+"="+n.Labels[kube.LabelMIGConfig])
-							m.mu.Unlock()
-						} else if ctx.Err() == nil {
-							e.t.Errorf("MIG manager: node %s: %v", n.Name, err)
-						}
-					}
-				}
+	e.every(func(ctx context.Context) {
+		nodes, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if n.Labels[kube.LabelMIGConfigState] != kube.MIGStatePending {
+				continue
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
+			if err := e.applyMIG(ctx, n); err == nil {
+				m.mu.Lock()
+				m.applied = append(m.applied, n.Name+"="+n.Labels[kube.LabelMIGConfig])
+				m.mu.Unlock()
+			} else if ctx.Err() == nil {
+				e.t.Errorf("MIG manager: node %s: %v", n.Name, err)
 			}
 		}
-	}()
+	})
 	return m
 }
 
