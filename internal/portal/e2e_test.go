@@ -65,7 +65,7 @@ func browserCtx(t *testing.T) context.Context {
 
 // tab is one user's tab.
 type tab struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	base string
 	user string

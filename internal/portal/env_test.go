@@ -25,14 +25,14 @@ import (
 // cluster, a real SQLite file in a temporary directory, the API and the
 // portal, with one user per role in team search and a lead of research.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	store  *store.Store
 	world  *standalone.World
 	tokens map[string]string // user -> secret
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()

@@ -336,10 +336,22 @@ func (p *Portal) signOut(w http.ResponseWriter, r *http.Request, s *session) err
 	return nil
 }
 
-// safeNext keeps a redirect target on this site: a path, never another
-// host ("//evil", "/\evil").
+// safeNext keeps a redirect target on this site: an absolute path (and
+// query), never another host. Browsers drop tabs and newlines from a URL
+// and read "\" as "/", so "/\evil" and "/<tab>/evil" are "//evil", another
+// host: any control character or backslash refuses the target, as does
+// anything net/url does not read as a bare path.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || len(next) > 2048 {
+		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < ' ' || c == 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 		return "/"
 	}
 	return next
