@@ -46,6 +46,12 @@ type MIGParted struct {
 // MIGDeviceSpec is one entry of a named config: a set of GPUs and what
 // they become.
 type MIGDeviceSpec struct {
+	// DeviceFilter limits the entry to GPUs of the listed PCI device IDs
+	// ("0x20B210DE", or a list of them), as the GPU Operator's default
+	// config does for per-model entries. Partita's own entries have none;
+	// in entries it did not write it is kept exactly as written, since
+	// Partita rewrites the whole file when it adds a layout.
+	DeviceFilter yaml.Node `yaml:"device-filter,omitempty"`
 	// Devices is "all" or a list of GPU indices.
 	Devices    Devices        `yaml:"devices"`
 	MIGEnabled bool           `yaml:"mig-enabled"`

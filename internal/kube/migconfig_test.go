@@ -98,3 +98,52 @@ func FuzzParseMIGParted(f *testing.F) {
 		}
 	})
 }
+
+// The GPU Operator's default config restricts entries to GPU models with
+// device-filter; a config seeded from it must keep them when Partita adds
+// a layout, or every model's entry would apply to every GPU.
+func TestMIGPartedKeepsDeviceFilters(t *testing.T) {
+	stock := `version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  all-1g.10gb:
+    - device-filter: ["0x20B010DE", "0x20B110DE"]
+      devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.5gb": 7
+    - device-filter: "0x233010DE"
+      devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.10gb": 7
+`
+	c, err := ParseMIGParted([]byte(stock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := []GPUConfig{{MIG: true, Counts: map[string]int{"3g.40gb": 2}}}
+	c.MIGConfigs[ConfigName(gpus)] = DeviceSpecs(gpus)
+	data, err := c.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, want := range []string{`device-filter: ["0x20B010DE", "0x20B110DE"]`, `device-filter: "0x233010DE"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rewritten config lacks %s:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, "device-filter"); n != 2 {
+		t.Errorf("%d device filters, want 2 (none on Partita's entry):\n%s", n, text)
+	}
+	back, err := ParseMIGParted(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := back.Render(); string(again) != text {
+		t.Errorf("a second round trip changed the file:\n%s\nthen:\n%s", text, again)
+	}
+}
