@@ -1,12 +1,15 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +36,8 @@ type RunOptions struct {
 	// when leading, its lease renewal) and /readyz (informers synced).
 	MetricsAddr string
 	// WebhookAddr serves the admission webhook over TLS with the given
-	// certificate; "" turns it off.
+	// certificate, read when the files appear and again when they change
+	// (a renewal needs no restart); "" turns it off.
 	WebhookAddr             string
 	TLSCertFile, TLSKeyFile string
 	// OnListen, when set, is told the addresses actually bound (tests pass
@@ -195,10 +199,13 @@ func serve(ctx context.Context, addr string, h http.Handler, cert, key string, e
 		return "", err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cert != "" {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: (&certFiles{cert: cert, key: key}).get}
+	}
 	go func() {
 		var err error
 		if cert != "" {
-			err = srv.ServeTLS(l, cert, key)
+			err = srv.ServeTLS(l, "", "")
 		} else {
 			err = srv.Serve(l)
 		}
@@ -216,4 +223,45 @@ func serve(ctx context.Context, addr string, h http.Handler, cert, key string, e
 		_ = srv.Shutdown(shut)
 	}()
 	return l.Addr().String(), nil
+}
+
+// certFiles serves the certificate in a pair of files, read at each
+// handshake (webhook calls are few: one per pod created) and parsed again
+// when the bytes change: the Secret that holds it may be mounted after the
+// process starts (it is optional in the Deployment, so the scheduler runs
+// without the webhook) and cert-manager renews it in place. Until the
+// files are readable, handshakes fail with the reason; a renewal that
+// cannot be read keeps the last good pair.
+type certFiles struct {
+	cert, key string
+
+	mu      sync.Mutex
+	loaded  *tls.Certificate
+	certPEM []byte
+	keyPEM  []byte
+}
+
+func (c *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	certPEM, err := os.ReadFile(c.cert)
+	var keyPEM []byte
+	if err == nil {
+		keyPEM, err = os.ReadFile(c.key)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && c.loaded != nil && bytes.Equal(certPEM, c.certPEM) && bytes.Equal(keyPEM, c.keyPEM) {
+		return c.loaded, nil
+	}
+	if err == nil {
+		pair, perr := tls.X509KeyPair(certPEM, keyPEM)
+		if perr == nil {
+			c.loaded, c.certPEM, c.keyPEM = &pair, certPEM, keyPEM
+			return c.loaded, nil
+		}
+		err = fmt.Errorf("%s, %s: %w", c.cert, c.key, perr)
+	}
+	if c.loaded != nil {
+		return c.loaded, nil
+	}
+	return nil, fmt.Errorf("webhook certificate: %w", err)
 }
