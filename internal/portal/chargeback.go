@@ -2,6 +2,7 @@ package portal
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -36,32 +37,56 @@ var groupings = []string{"team", "project", "user", "model", "tier", "class"}
 
 const localTime = "2006-01-02T15:04:05"
 
-// period reads from and to (RFC 3339 or a datetime-local value, UTC);
-// to defaults to now and from to 7 days before to, in cluster time. Both
-// come back explicit, so that the CSV link gives exactly this report.
+// period is parsePeriod at the cluster's clock.
 func (p *Portal) period(q url.Values) (from, to time.Time, err error) {
-	to = p.cfg.World.Clock().Now.UTC().Truncate(time.Second)
-	parse := func(s string) (time.Time, error) {
-		if t, err := time.Parse(time.RFC3339, s); err == nil {
-			return t.UTC(), nil
-		}
-		if t, err := time.Parse(localTime, s); err == nil {
-			return t, nil
-		}
-		return time.Parse("2006-01-02T15:04", s)
-	}
+	return parsePeriod(p.cfg.World.Clock().Now, q)
+}
+
+// parsePeriod reads from and to (RFC 3339, or a datetime-local value in
+// UTC) to whole seconds; to defaults to now and from to 7 days before
+// to. Both come back explicit and in UTC, so that the CSV link gives
+// exactly this report. An error names the field.
+func parsePeriod(now time.Time, q url.Values) (from, to time.Time, err error) {
+	to = now.UTC().Truncate(time.Second)
 	if v := q.Get("to"); v != "" {
-		if to, err = parse(v); err != nil {
+		if to, err = parseTime("to", v); err != nil {
 			return from, to, err
 		}
 	}
 	from = to.Add(-7 * 24 * time.Hour)
+	if earliest := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); from.Before(earliest) {
+		from = earliest // which parseTime reads back
+	}
 	if v := q.Get("from"); v != "" {
-		if from, err = parse(v); err != nil {
+		if from, err = parseTime("from", v); err != nil {
 			return from, to, err
 		}
 	}
 	return from, to, nil
+}
+
+// parseTime reads one end of a period. Years outside 1 to 9999 (which an
+// offset can reach from 0000 or 9999) are refused: RFC 3339 cannot write
+// them back.
+func parseTime(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t, err = time.Parse(localTime, s)
+	}
+	if err != nil {
+		t, err = time.Parse("2006-01-02T15:04", s)
+	}
+	if t = t.UTC().Truncate(time.Second); err != nil || t.Year() < 1 || t.Year() > 9999 {
+		return time.Time{}, fmt.Errorf("%s: %q is not a time such as 2026-03-01T00:00:00 (UTC, cluster time)", field, truncate(s, 40))
+	}
+	return t, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 func reportQuery(from, to time.Time, groupBy []string, team string) url.Values {
@@ -101,7 +126,7 @@ func (p *Portal) chargeback(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	d.From, d.To = from.Format(localTime), to.Format(localTime)
 	if err != nil {
-		d.Error = "from and to must be times such as 2026-03-01T00:00:00 (UTC, cluster time)"
+		d.Error = err.Error()
 		p.render(w, http.StatusBadRequest, "chargeback", p.view(s, "chargeback", "Chargeback", d))
 		return nil
 	}
@@ -150,7 +175,7 @@ func (p *Portal) chargebackCSV(w http.ResponseWriter, r *http.Request, s *sessio
 	q := r.URL.Query()
 	from, to, err := p.period(q)
 	if err != nil {
-		return &apiError{Status: http.StatusBadRequest, Msg: "from and to must be RFC 3339 times"}
+		return &apiError{Status: http.StatusBadRequest, Msg: err.Error()}
 	}
 	groupBy := strings.Split(q.Get("group_by"), ",")
 	if q.Get("group_by") == "" {

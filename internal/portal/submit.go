@@ -66,8 +66,11 @@ func (f submitForm) request() (api.SubmitRequest, fieldErrors) {
 	switch f.GPUMode {
 	case "count":
 		req.GPU.Count = num("gpu_count", f.GPUCount, 0)
-		if req.GPU.Count == 0 && errs["gpu_count"] == "" {
+		if req.GPU.Count < 1 && errs["gpu_count"] == "" {
 			errs["gpu_count"] = "how many whole GPUs each task needs (1 or more)"
+			if f.GPUCount != "" {
+				errs["gpu_count"] = fmt.Sprintf("%q: each task needs 1 or more whole GPUs", f.GPUCount)
+			}
 		}
 	case "mig":
 		req.GPU.MIG = f.GPUMIG
@@ -80,9 +83,11 @@ func (f submitForm) request() (api.SubmitRequest, fieldErrors) {
 			errs["gpu_memory"] = "the peak GPU memory of one task, e.g. 20Gi"
 		}
 		if f.GPUCompute != "" {
+			// NaN and infinities parse, but JSON has no such numbers.
 			c, err := strconv.ParseFloat(f.GPUCompute, 64)
-			if err != nil {
+			if err != nil || !(c >= 0 && c <= 1) {
 				errs["gpu_compute"] = fmt.Sprintf("%q is not a number from 0 to 1", f.GPUCompute)
+				c = 0
 			}
 			req.GPU.Compute = c
 		}
@@ -111,6 +116,20 @@ func formField(apiField string) string {
 		return apiField
 	}
 	return ""
+}
+
+// place is where the form shows an API error: formField, except that
+// an error about the GPU request as a whole (it fits no GPU, it exceeds
+// the burst limit) goes beside the input of the chosen GPU mode.
+func (f submitForm) place(apiField string) string {
+	field := formField(apiField)
+	if field == "gpu" {
+		switch f.GPUMode {
+		case "count", "mig", "memory", "profile":
+			return "gpu_" + f.GPUMode
+		}
+	}
+	return field
 }
 
 // submitData is what the form shows: its values, errors and choices.
@@ -221,7 +240,7 @@ func (p *Portal) submit(w http.ResponseWriter, r *http.Request, s *session) erro
 		if !ok || ae.Status == http.StatusUnauthorized || ae.Status >= 500 {
 			return err
 		}
-		errs[formField(ae.Field)] = ae.Msg
+		errs[f.place(ae.Field)] = ae.Msg
 		status = ae.Status
 	}
 	d, err := p.submitData(r, s, f, errs)
@@ -257,7 +276,7 @@ func (p *Portal) previewOf(r *http.Request, s *session, f submitForm) *previewDa
 		msg := err.Error()
 		if ae, ok := err.(*apiError); ok {
 			msg = ae.Msg
-			errs[formField(ae.Field)] = msg
+			errs[f.place(ae.Field)] = msg
 		} else {
 			errs[""] = msg
 		}
