@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -23,8 +24,22 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	horizon := fs.Duration("horizon", 0, "simulate this long instead of the scenario's duration")
 	tracePath := fs.String("trace", "", "write every decision carried out to this file (one run only)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench mixed: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "bench mixed: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	sc, err := scenario.Load(*scenarioPath)
 	if err != nil {

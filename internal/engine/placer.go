@@ -115,33 +115,25 @@ func (p *Placer) PlaceRequest(st *cluster.State, r *Request) (cluster.Assignment
 // (all when nil).
 func (p *Placer) PlaceIn(st *cluster.State, r *Request, allowed func(*cluster.Node) bool) (cluster.Assignment, error) {
 	verdicts := p.evaluate(st, r)
-	if allowed != nil {
-		// A local copy: the cache row must keep the true verdicts.
-		vs := make([]verdict, len(verdicts))
-		copy(vs, verdicts)
-		for i := range vs {
-			if vs[i].ok && !allowed(st.Node(i)) {
-				vs[i].ok, vs[i].reason = false, Reason{Filter: "allowed", Code: CodePolicy}
-			}
-		}
-		verdicts = vs
-	}
+	// allowed is applied on the fly: the cached row must keep the true
+	// verdicts, and copying it per call cost more than the placement.
+	feasible := func(i int) bool { return verdicts[i].ok && (allowed == nil || allowed(st.Node(i))) }
 	best := -1
 	if p.policy.Selector != nil {
-		var feasible []int
+		var candidates []int
 		for i := range verdicts {
-			if verdicts[i].ok {
-				feasible = append(feasible, i)
+			if feasible(i) {
+				candidates = append(candidates, i)
 			}
 		}
-		if len(feasible) > 0 {
-			best = p.policy.Selector.Select(st, feasible, p.rng)
+		if len(candidates) > 0 {
+			best = p.policy.Selector.Select(st, candidates, p.rng)
 		}
 	} else {
-		best = p.argmax(st, r, verdicts)
+		best = p.argmax(st, r, verdicts, feasible)
 	}
 	if best < 0 {
-		return cluster.Assignment{}, failure(r, verdicts)
+		return cluster.Assignment{}, failure(r, verdicts, feasible)
 	}
 	n := st.Node(best)
 	grants, ok := p.policy.Picker.Pick(n, r, verdicts[best].hint, p.rng)
@@ -154,14 +146,14 @@ func (p *Placer) PlaceIn(st *cluster.State, r *Request, allowed func(*cluster.No
 
 // argmax returns the feasible node with the best score, ties to the lowest
 // Rank, or -1.
-func (p *Placer) argmax(st *cluster.State, r *Request, vs []verdict) int {
+func (p *Placer) argmax(st *cluster.State, r *Request, vs []verdict, feasible func(int) bool) int {
 	adj := p.policy.Adjuster
 	if adj != nil {
 		adj.Prepare(st, r)
 	}
 	best, bestScore := -1, int64(0)
 	for i := range vs {
-		if !vs[i].ok {
+		if !feasible(i) {
 			continue
 		}
 		sc := vs[i].score
@@ -175,10 +167,33 @@ func (p *Placer) argmax(st *cluster.State, r *Request, vs []verdict) int {
 	return best
 }
 
-func failure(r *Request, vs []verdict) *Failure {
-	f := &Failure{Task: r.Task.Name, Nodes: len(vs), Reasons: map[Code]int{}}
+// failure counts the reasons nodes were ruled out; a node that passed the
+// filters but is not allowed counts as ruled out by policy. (Counted in a
+// short list first: a map update per node was a third of a failed
+// placement's cost.)
+func failure(r *Request, vs []verdict, feasible func(int) bool) *Failure {
+	type count struct {
+		code Code
+		n    int
+	}
+	var counts []count
 	for i := range vs {
-		f.Reasons[vs[i].reason.Code]++
+		code := vs[i].reason.Code
+		if vs[i].ok && !feasible(i) {
+			code = CodePolicy
+		}
+		k := 0
+		for k < len(counts) && counts[k].code != code {
+			k++
+		}
+		if k == len(counts) {
+			counts = append(counts, count{code: code})
+		}
+		counts[k].n++
+	}
+	f := &Failure{Task: r.Task.Name, Nodes: len(vs), Reasons: make(map[Code]int, len(counts))}
+	for _, c := range counts {
+		f.Reasons[c.code] = c.n
 	}
 	return f
 }

@@ -151,7 +151,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
 		in: in, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
-		byID: map[string]*Job{}, d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
+		byID: make(map[string]*Job, len(in.Jobs)), d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
 		noVictims: map[string]bool{},
 	}
 	for i := range in.Teams {
@@ -194,7 +194,6 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		s.heldCache = next
 		s.forgetGone(c)
 	}
-	c.capacity = engine.CapacityOf(in.Cluster)
 	return c
 }
 
@@ -238,6 +237,9 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		return why
 	}
 	if !s.valid[j.ID()] {
+		if c.capacity == nil { // only new jobs need it
+			c.capacity = engine.CapacityOf(c.in.Cluster)
+		}
 		if err := j.Spec.Validate(c.capacity); err != nil {
 			s.invalid[j.ID()] = WaitInvalidSpec + ": " + err.Error()
 			return s.invalid[j.ID()]
@@ -252,14 +254,25 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		return WaitPreempting
 	}
 	// Besides the shape, the class and team decide (holds, reservations,
-	// guarantees), and the estimate decides backfill.
-	key := s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatInt(int64(j.Estimate), 10)
-	if why, ok := c.failed[key]; ok && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
+	// guarantees), and whether j may backfill before a reservation. (Not
+	// the estimate itself: with it in the key, no two jobs shared one, and
+	// a backlog of thousands cost a placement each, every cycle.)
+	key := s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(s.backfills(c, j))
+	why, failed := c.failed[key]
+	if failed && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
 		return why
 	}
 	reqs, err := s.requests(j)
 	if err != nil {
 		return WaitInvalidSpec + ": " + err.Error()
+	}
+	if failed {
+		// Within a cycle room only shrinks: placing or re-partitioning
+		// would fail again. Only evicting someone can change the answer.
+		if w := s.searchVictims(c, j, reqs); w != "" {
+			return w
+		}
+		return why
 	}
 	if !s.cfg.Gangs {
 		why := s.placeOneByOne(c, j, reqs)
@@ -285,7 +298,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	} else if s.tryStart(c, j, idx, reqs) {
 		return ""
 	}
-	why := s.afterMiss(c, j, reqs)
+	why = s.afterMiss(c, j, reqs)
 	if why == WaitNoRoom || why == WaitGang || why == WaitNoSlice || why == WaitReserved {
 		c.failed[key] = why
 	}
@@ -424,22 +437,8 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 			return why
 		}
 	}
-	if s.mayPreempt(c, j) && c.searches < maxSearches && c.in.Now >= s.searchBackoff[j.ID()] {
-		key := preemptKey(c, j)
-		if !c.noVictims[key] {
-			c.searches++
-			if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
-				s.preempt(c, j, victims, nodes)
-				delete(s.searchBackoff, j.ID())
-				return WaitPreempting
-			}
-			c.noVictims[key] = true
-			if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
-				// Guarantee claims and production keep searching every
-				// cycle: they are promised a quick start.
-				s.searchBackoff[j.ID()] = c.in.Now + searchBackoffFor
-			}
-		}
+	if why := s.searchVictims(c, j, reqs); why != "" {
+		return why
 	}
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {
 		s.reserve(c, j, reqs)
@@ -454,6 +453,31 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 		return WaitNoSlice
 	}
 	return WaitNoRoom
+}
+
+// searchVictims preempts for j when it may and a search is due; it returns
+// WaitPreempting when it did, or "".
+func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) string {
+	if !s.mayPreempt(c, j) || c.searches >= maxSearches || c.in.Now < s.searchBackoff[j.ID()] {
+		return ""
+	}
+	key := preemptKey(c, j)
+	if c.noVictims[key] {
+		return ""
+	}
+	c.searches++
+	if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
+		s.preempt(c, j, victims, nodes)
+		delete(s.searchBackoff, j.ID())
+		return WaitPreempting
+	}
+	c.noVictims[key] = true
+	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
+		// Guarantee claims and production keep searching every cycle:
+		// they are promised a quick start.
+		s.searchBackoff[j.ID()] = c.in.Now + searchBackoffFor
+	}
+	return ""
 }
 
 // order returns the pending jobs in the order they are considered.

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine"
@@ -118,23 +119,37 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	if freeable+freeMilli(c.st) < demand(j) {
 		return nil, nil
 	}
+	// The order's keys, computed once: borrowing looks up the team.
 	now := c.in.Now
-	sort.SliceStable(cands, func(a, b int) bool {
-		x, y := cands[a], cands[b]
-		if bx, by := borrowing(c, x.Spec.Team), borrowing(c, y.Spec.Team); bx != by {
-			return bx
+	type ranked struct {
+		v         *Job
+		borrowing bool
+		lost      time.Duration // work since the last checkpoint
+		held      int64
+	}
+	rs := make([]ranked, len(cands))
+	for i, v := range cands {
+		rs[i] = ranked{v, borrowing(c, v.Spec.Team), now - v.Checkpoint, c.held[v]}
+	}
+	sort.SliceStable(rs, func(a, b int) bool {
+		x, y := &rs[a], &rs[b]
+		if x.borrowing != y.borrowing {
+			return x.borrowing
 		}
-		if x.Spec.Class != y.Spec.Class {
-			return x.Spec.Class < y.Spec.Class
+		if x.v.Spec.Class != y.v.Spec.Class {
+			return x.v.Spec.Class < y.v.Spec.Class
 		}
-		if lx, ly := now-x.Checkpoint, now-y.Checkpoint; lx != ly {
-			return lx < ly
+		if x.lost != y.lost {
+			return x.lost < y.lost
 		}
-		if hx, hy := c.held[x], c.held[y]; hx != hy {
-			return hx < hy
+		if x.held != y.held {
+			return x.held < y.held
 		}
-		return x.ID() < y.ID()
+		return x.v.ID() < y.v.ID()
 	})
+	for i := range rs {
+		cands[i] = rs[i].v
+	}
 	if len(reqs) == 1 {
 		// One task fits on one node: free the node that costs least.
 		return s.victimsOnOneNode(c, j, reqs, cands)
@@ -151,6 +166,8 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	fitsIn := func(st *cluster.State) bool {
 		if convert {
 			convertIdle(st)
+		} else if !enoughWholeGPUs(st, reqs) {
+			return false
 		}
 		for _, a := range allowed {
 			if as, _, err := s.placer.PlaceAll(st, reqs, a); err == nil {
@@ -200,6 +217,27 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		nodes[a.Node] = true
 	}
 	return chosen, nodes
+}
+
+// enoughWholeGPUs is false when requests for whole GPUs cannot all fit for
+// want of free GPUs, whatever else: a check far cheaper than placing them,
+// made before each attempt while victims are added. It says true for
+// other kinds of requests.
+func enoughWholeGPUs(st *cluster.State, reqs []*engine.Request) bool {
+	least := 0
+	for _, r := range reqs {
+		if r.Kind != workload.WholeGPUs || r.Count < 1 {
+			return true
+		}
+		if least == 0 || r.Count < least {
+			least = r.Count
+		}
+	}
+	slots := 0
+	for i := 0; i < st.Len() && slots < len(reqs); i++ {
+		slots += st.Node(i).FullyFreeGPUs() / least
+	}
+	return slots >= len(reqs)
 }
 
 func release(st *cluster.State, v *Job) error {

@@ -57,6 +57,13 @@ func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
 	return max(ready, c.in.Now)
 }
 
+// backfills says whether j ends, by its estimate, before the reserved gang
+// can start, so that it may run on the reserved nodes meanwhile.
+func (s *Scheduler) backfills(c *cycle, j *Job) bool {
+	r := s.reservation
+	return r != nil && j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt
+}
+
 // candidates lists the node sets to try for j, best first: for a gang
 // spread over several nodes, one leaf switch at a time (most free GPUs
 // first), then anywhere; always outside another gang's reservation unless
@@ -66,7 +73,7 @@ func (s *Scheduler) candidates(c *cycle, j *Job, reqs []*engine.Request) []func(
 	// promise) are closed to jobs of its class or lower; a higher class
 	// goes first anyway.
 	var held []map[string]bool
-	if r := s.reservation; r != nil && r.job != j.ID() && s.outranks(c, r.job, j) && !(j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt) {
+	if r := s.reservation; r != nil && r.job != j.ID() && s.outranks(c, r.job, j) && !s.backfills(c, j) {
 		held = append(held, r.nodes)
 	}
 	for other, nodes := range s.promisedNodes {
