@@ -157,7 +157,9 @@ func rowLabel(row api.ReportRow, groupBy []string) string {
 }
 
 func chargebackChart(rep api.Report) template.HTML {
-	c := svgchart.BarChart{Title: "Cost (" + rep.Currency + ") and GPU-hours", Width: 760}
+	// 620 wide: drawn at about its own size in half of a laptop's screen,
+	// so that its 12 px labels stay readable.
+	c := svgchart.BarChart{Title: "Cost (" + rep.Currency + ") and GPU-hours", Width: 620}
 	for _, row := range rep.Rows {
 		c.Bars = append(c.Bars, svgchart.Bar{Label: rowLabel(row, rep.GroupBy), Value: float64(row.CostMicros) / 1e6,
 			Note: row.Cost + " " + rep.Currency + " · " + row.GPUHours + " GPU-h"})

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"html/template"
+	"math"
 	"net/http"
 	"sort"
+	"time"
 
 	"partita.dev/partita/internal/api"
 	"partita.dev/partita/internal/gpu"
@@ -96,18 +98,27 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // utilizationChart draws allocated and useful utilization over the
-// samples, against cluster hours before now.
+// samples, against cluster time before now: in minutes while the samples
+// span 3 hours or less, else in hours. The axis starts at a whole number
+// of tens of minutes (at least an hour) or of hours, so that its ticks
+// are whole numbers.
 func utilizationChart(ss []sample, clock api.Clock) template.HTML {
-	var alloc, useful []svgchart.Point
-	xmin := -1.0
+	span := time.Hour
 	for _, x := range ss {
-		h := x.At.Sub(clock.Now).Hours()
-		xmin = min(xmin, h)
-		alloc = append(alloc, svgchart.Point{X: h, Y: x.Allocated * 100})
-		useful = append(useful, svgchart.Point{X: h, Y: x.Useful * 100})
+		span = max(span, clock.Now.Sub(x.At))
+	}
+	unit, label, from := time.Minute, "cluster minutes before now", math.Ceil(span.Minutes()/10)*10
+	if span > 3*time.Hour {
+		unit, label, from = time.Hour, "cluster hours before now", math.Ceil(span.Hours())
+	}
+	var alloc, useful []svgchart.Point
+	for _, x := range ss {
+		t := float64(x.At.Sub(clock.Now)) / float64(unit)
+		alloc = append(alloc, svgchart.Point{X: t, Y: x.Allocated * 100})
+		useful = append(useful, svgchart.Point{X: t, Y: x.Useful * 100})
 	}
 	c := svgchart.Chart{
-		XLabel: "cluster hours before now", YLabel: "% of GPUs", XMin: xmin, XMax: 0, YMin: 0, YMax: 100, Width: 760, Height: 250,
+		XLabel: label, YLabel: "% of GPUs", XMin: -from, XMax: 0, YMin: 0, YMax: 100, Width: 760, Height: 250,
 		Series: []svgchart.Series{{Name: "allocated", Points: alloc}, {Name: "useful", Points: useful, Dashed: true}},
 	}
 	var b bytes.Buffer
