@@ -15,6 +15,13 @@ import (
 // after one found nothing.
 const searchBackoffFor = 2 * time.Minute
 
+// freeRounds preemption rounds a job may make without starting before its
+// searches back off, up to maxRoundBackoff.
+const (
+	freeRounds      = 3
+	maxRoundBackoff = time.Hour
+)
+
 // Scheduler runs cycles for one configuration.
 type Scheduler struct {
 	cfg    Config
@@ -49,6 +56,12 @@ type Scheduler struct {
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
+	// rounds counts a job's preemptions since it last started: a job
+	// whose evictions keep not leading to its start (someone else takes
+	// the room, the quota moved) must not evict the same work again and
+	// again. Past freeRounds, each round backs its next search off twice
+	// as long.
+	rounds map[string]int
 	// invalid caches jobs found never to fit this cluster, valid those
 	// checked and fine: a job is validated once.
 	invalid map[string]string
@@ -72,6 +85,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		heldCache: map[*cluster.Assignment]int64{}, searchBackoff: map[string]time.Duration{},
+		rounds: map[string]int{},
 	}
 }
 
@@ -259,6 +273,11 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	// a backlog of thousands cost a placement each, every cycle.)
 	key := s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(s.backfills(c, j))
 	why, failed := c.failed[key]
+	if s.holdsNodes(j) {
+		// Nodes kept for j (its promise, its reservation) were closed to
+		// the jobs that failed before it: its own attempt is different.
+		failed = false
+	}
 	if failed && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
 		return why
 	}
@@ -366,6 +385,7 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 	delete(s.backoff, j.ID())
 	delete(s.promisedNodes, j.ID())
 	delete(s.searchBackoff, j.ID())
+	delete(s.rounds, j.ID())
 	if s.quotaHold[j.Spec.Team] == j.ID() {
 		delete(s.quotaHold, j.Spec.Team)
 	}
@@ -455,6 +475,15 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 	return WaitNoRoom
 }
 
+// holdsNodes says whether nodes are kept for j: its settled promise or its
+// reservation.
+func (s *Scheduler) holdsNodes(j *Job) bool {
+	if _, ok := s.promisedNodes[j.ID()]; ok {
+		return true
+	}
+	return s.reservation != nil && s.reservation.job == j.ID()
+}
+
 // searchVictims preempts for j when it may and a search is due; it returns
 // WaitPreempting when it did, or "".
 func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) string {
@@ -469,6 +498,10 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 	if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
 		s.preempt(c, j, victims, nodes)
 		delete(s.searchBackoff, j.ID())
+		s.rounds[j.ID()]++
+		if k := s.rounds[j.ID()] - freeRounds; k > 0 {
+			s.searchBackoff[j.ID()] = c.in.Now + min(searchBackoffFor<<min(k-1, 5), maxRoundBackoff)
+		}
 		return WaitPreempting
 	}
 	c.noVictims[key] = true
@@ -563,9 +596,11 @@ func (s *Scheduler) forgetGone(c *cycle) {
 			delete(s.shapes, id)
 		}
 	}
-	for id := range s.attempts {
-		if _, ok := c.byID[id]; !ok {
-			delete(s.attempts, id)
+	for _, m := range []map[string]int{s.attempts, s.rounds} {
+		for id := range m {
+			if _, ok := c.byID[id]; !ok {
+				delete(m, id)
+			}
 		}
 	}
 	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff} {
