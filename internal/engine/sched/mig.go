@@ -100,6 +100,9 @@ type migOption struct {
 // migFor finds a GPU to re-partition for a MIG task, on the nodes where
 // allows (nil: all).
 func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*cluster.Node) bool) bool {
+	if s.extendChange(c, j, r) {
+		return true
+	}
 	var opts []migOption
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
@@ -131,6 +134,38 @@ func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*clus
 	})
 	o := opts[0]
 	return s.apply(c, j, Reconfig{Node: o.node, GPU: o.index, MIG: true, Layout: o.layout, For: j.ID()}, o.turnOn)
+}
+
+// extendChange adds r's instance to a GPU already being re-partitioned for
+// j in this cycle, where it fits: replicas of a service then wait for one
+// change, not for a change and then an instance created at their start.
+func (s *Scheduler) extendChange(c *cycle, j *Job, r *engine.Request) bool {
+	for i := range c.d.Reconfigs {
+		rc := &c.d.Reconfigs[i]
+		if rc.For != j.ID() || !rc.MIG || rc.Add {
+			continue
+		}
+		n := c.st.NodeByName(rc.Node)
+		if n == nil || rc.GPU >= len(n.GPUs) {
+			continue
+		}
+		m := n.GPUs[rc.GPU].Model
+		p := profileFor(r, m)
+		if p == nil || r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() {
+			continue
+		}
+		places, err := m.FreePlacements(rc.Layout, p.Name)
+		if err != nil || len(places) == 0 {
+			continue
+		}
+		layout := append(append(gpu.Layout(nil), rc.Layout...), places[len(places)-1])
+		if err := c.st.SetLayout(rc.Node, rc.GPU, layout); err != nil {
+			continue
+		}
+		rc.Layout = layout
+		return true
+	}
+	return false
 }
 
 // regionFor plans one GPU: keep busy instances, drop free ones, add p.
