@@ -282,3 +282,36 @@ func TestNoMIGChangesWithoutDynamicMIG(t *testing.T) {
 		t.Errorf("train waits %q, want %q", got, WaitNoRoom)
 	}
 }
+
+func TestReplicasNeedingInstancesShareOneReconfig(t *testing.T) {
+	// One whole H100 and a service of three replicas that each need a
+	// 1g.10gb: one change makes all three instances, and the replicas
+	// then start on them without creating any.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st))
+	w.submit(job("svc").replicas(3).gpuMemory(8000, 0.1))
+
+	d := w.cycle()
+	if len(d.Reconfigs) != 1 {
+		t.Fatalf("cycle 1: reconfigs %+v, want one for the three replicas", d.Reconfigs)
+	}
+	n := 0
+	for _, p := range d.Reconfigs[0].Layout {
+		if p.Profile == "1g.10gb" {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("the change makes %d 1g.10gb instances (%v), want 3", n, d.Reconfigs[0].Layout)
+	}
+	d = w.at(30 * time.Second).uncordonAll().cycle()
+	starts := startsOf(d, "svc")
+	if len(starts) != 3 {
+		t.Fatalf("cycle 2: %d replicas started, want 3", len(starts))
+	}
+	for _, s := range starts {
+		if s.Creates {
+			t.Errorf("replica %d creates its instance at start; the change made it", s.Task)
+		}
+	}
+}

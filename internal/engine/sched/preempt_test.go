@@ -393,3 +393,38 @@ func TestPromisedNodesAreFreedWhenThePreemptorLeaves(t *testing.T) {
 		t.Errorf("with serve gone and n1 free, started %v, want [late scavenge]; late waits %q", got, reasonOf(d, "late"))
 	}
 }
+
+func TestPreemptionRoundsThatDoNotStartTheJobBackOff(t *testing.T) {
+	// serve evicts the squatter on the only node, and each time someone
+	// else takes the room before serve can (as another scheduler or a
+	// light cycle might). freeRounds rounds go unchecked; the round after
+	// them holds serve's next search off for searchBackoffFor.
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	squatter := func(i int) string { return "squatter-" + itoa(i) }
+	w.running(job(squatter(1)).team("a").bestEffort().gpus(4), 0, hour, "n1:0,1,2,3")
+	w.submit(job("serve").team("a").production().gpus(4).submitted(hour))
+
+	now, last := hour, hour
+	for round := 1; round <= freeRounds+1; round++ {
+		d := w.at(now).cycle()
+		if got := victimsOf(d); !reflect.DeepEqual(got, []string{squatter(round)}) {
+			t.Fatalf("round %d: victims %v, want [%s]; serve waits %+v", round, got, squatter(round), d.Waiting["serve"])
+		}
+		// The victim leaves; another squatter takes the node first.
+		w.release().finish(squatter(round))
+		w.running(job(squatter(round+1)).team("a").bestEffort().gpus(4), now, now, "n1:0,1,2,3")
+		last = now
+		now += 10 * time.Second
+	}
+	next := squatter(freeRounds + 2)
+	for _, at := range []time.Duration{now, last + searchBackoffFor - time.Second} {
+		if d := w.at(at).cycle(); len(d.Preemptions) != 0 {
+			t.Errorf("%v after round %d: serve evicts %v; want it held off for %v", at-last, freeRounds+1, victimsOf(d), searchBackoffFor)
+		}
+	}
+	d := w.at(last + searchBackoffFor).cycle()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{next}) {
+		t.Errorf("after the back-off: victims %v, want [%s]; serve waits %+v", got, next, d.Waiting["serve"])
+	}
+}
