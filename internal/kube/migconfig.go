@@ -25,7 +25,7 @@ import (
 //	  all-disabled:
 //	    - devices: all
 //	      mig-enabled: false
-//	  partita-6f1c2a9e0b:
+//	  partita-b1556776c7:
 //	    - devices: [0, 1, 2, 3]
 //	      mig-enabled: false
 //	    - devices: [4, 5, 6, 7]
