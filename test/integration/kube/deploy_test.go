@@ -12,10 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 
 	"partita.dev/partita/internal/kube"
 	"partita.dev/partita/test/integration/kubetest"
@@ -32,21 +29,10 @@ func TestDeploymentManifests(t *testing.T) {
 	if _, err := e.client.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: migNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(e.cfg)))
+	mapper := e.discoveryMapper()
 	for _, u := range manifests(t, "partita.yaml") {
-		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s: %v", gvk, err)
-		}
-		r := e.dyn.Resource(m.Resource)
-		if ns := u.GetNamespace(); ns != "" {
-			_, err = r.Namespace(ns).Create(e.ctx, u, metav1.CreateOptions{})
-		} else {
-			_, err = r.Create(e.ctx, u, metav1.CreateOptions{})
-		}
-		if err != nil {
-			t.Fatalf("apply %s %s: %v", gvk.Kind, u.GetName(), err)
+		if err := e.create(mapper, u); err != nil {
+			t.Fatal(err)
 		}
 	}
 

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"errors"
 	"os"
 	"regexp"
 	"slices"
@@ -12,9 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 
 	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/kube"
@@ -47,7 +45,7 @@ func TestDocsExamples(t *testing.T) {
 			}
 		}
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(e.cfg)))
+	mapper := e.discoveryMapper()
 	created := map[string]int{}
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(text), -1)
 	for i, b := range blocks {
@@ -73,19 +71,11 @@ func TestDocsExamples(t *testing.T) {
 				continue // a fragment
 			}
 			gvk := u.GroupVersionKind()
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
+			if err := e.create(mapper, u); errors.Is(err, errNotServed) {
 				t.Logf("block %d: %s not served here, skipped", i, gvk)
 				continue
-			}
-			r := e.dyn.Resource(m.Resource)
-			if ns := u.GetNamespace(); ns != "" {
-				_, err = r.Namespace(ns).Create(e.ctx, u, metav1.CreateOptions{})
-			} else {
-				_, err = r.Create(e.ctx, u, metav1.CreateOptions{})
-			}
-			if err != nil {
-				t.Errorf("block %d: create %s %s: %v", i, gvk.Kind, u.GetName(), err)
+			} else if err != nil {
+				t.Errorf("block %d: %v", i, err)
 				continue
 			}
 			created[gvk.Kind]++

@@ -7,6 +7,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,14 +22,18 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"partita.dev/partita/internal/kube"
 	"partita.dev/partita/internal/kube/api/v1alpha1"
@@ -114,6 +119,33 @@ func (e *env) applyCRDs() {
 			return err == nil, nil
 		})
 	}
+}
+
+// create creates an object of any kind the server serves, finding its
+// resource through discovery; errNotServed when it serves no such kind.
+func (e *env) create(mapper meta.RESTMapper, u *unstructured.Unstructured) error {
+	gvk := u.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", gvk, errNotServed, err)
+	}
+	r := e.dyn.Resource(m.Resource)
+	if ns := u.GetNamespace(); ns != "" {
+		_, err = r.Namespace(ns).Create(e.ctx, u, metav1.CreateOptions{})
+	} else {
+		_, err = r.Create(e.ctx, u, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
+	}
+	return nil
+}
+
+var errNotServed = errors.New("kind not served")
+
+// discoveryMapper maps kinds to resources as the server serves them.
+func (e *env) discoveryMapper() meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(e.cfg)))
 }
 
 func fromUnstructured(u *unstructured.Unstructured, into any) error {
