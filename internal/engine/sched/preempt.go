@@ -198,13 +198,28 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	if !fits {
 		return nil, nil
 	}
-	// Give back, newest choice first, every victim j fits without. (Not
-	// when the trial turned freed GPUs to MIG: a victim cannot go back
-	// onto them as it was.)
-	for k := len(chosen) - 1; k >= 0 && !convert; k-- {
-		back := trial.Clone()
-		if err := restore(back, chosen[k]); err != nil {
-			continue
+	// Give back, newest choice first, every victim j fits without. When
+	// the trial turned freed GPUs to MIG a victim cannot go back onto
+	// them as it was: the trial without it is rebuilt from the plan.
+	for k := len(chosen) - 1; k >= 0; k-- {
+		var back *cluster.State
+		if convert {
+			back = c.st.Clone()
+			ok := true
+			for x, v := range chosen {
+				if x != k && release(back, v) != nil {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+		} else {
+			back = trial.Clone()
+			if err := restore(back, chosen[k]); err != nil {
+				continue
+			}
 		}
 		if fitsIn(back) {
 			trial = back

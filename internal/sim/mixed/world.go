@@ -125,6 +125,8 @@ type timer struct {
 	epoch int
 	node  string
 	gpu   int
+	// forJob is the job a MIG change was made for (tReconfig).
+	forJob string
 }
 
 const (
@@ -238,10 +240,7 @@ func (w *world) handle(ev sim.Event) error {
 		j.queuedAt = w.now()
 		w.active = append(w.active, j)
 		w.metrics.arrived(j)
-		if len(w.newJobs) == 0 {
-			_ = w.q.Push(sim.Event{At: w.now(), Kind: evTimer, Ref: refLight})
-		}
-		w.newJobs = append(w.newJobs, j.ID())
+		w.wantLight(j.ID())
 	case evDeparture:
 		return w.depart(ev.Ref)
 	case evTimer:
@@ -262,6 +261,14 @@ func (w *world) wantCycle() {
 		at = w.now()
 	}
 	_ = w.q.Push(sim.Event{At: at, Kind: evTimer, Ref: refCycle})
+}
+
+// wantLight queues a light cycle now for job id.
+func (w *world) wantLight(id string) {
+	if len(w.newJobs) == 0 {
+		_ = w.q.Push(sim.Event{At: w.now(), Kind: evTimer, Ref: refLight})
+	}
+	w.newJobs = append(w.newJobs, id)
 }
 
 func (w *world) timer(ref int) error {
@@ -303,6 +310,11 @@ func (w *world) timer(ref int) error {
 	case tReconfig:
 		if err := w.st.Cordon(t.node, t.gpu, false); err != nil {
 			return err
+		}
+		// The job the change was for looks at once, before anyone else
+		// can take the new instances; the rest at the next full cycle.
+		if j, ok := w.byID[t.forJob]; ok && j.Phase == sched.Pending {
+			w.wantLight(t.forJob)
 		}
 		w.wantCycle()
 	case tReady:
