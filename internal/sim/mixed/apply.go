@@ -137,7 +137,7 @@ func (w *world) reconfigure(rc sched.Reconfig) error {
 		return err
 	}
 	w.tracef("reconfig %s/gpu%d mig=%v layout=%s for %s", rc.Node, rc.GPU, rc.MIG, rc.Layout, rc.For)
-	w.after(w.opt.ReconfigDelay, timer{kind: tReconfig, node: rc.Node, gpu: rc.GPU, forJob: rc.For})
+	w.after(w.opt.ReconfigDelay, timer{kind: tReconfig, node: rc.Node, gpu: rc.GPU})
 	return nil
 }
 

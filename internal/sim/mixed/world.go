@@ -125,8 +125,6 @@ type timer struct {
 	epoch int
 	node  string
 	gpu   int
-	// forJob is the job a MIG change was made for (tReconfig).
-	forJob string
 }
 
 const (
@@ -310,11 +308,6 @@ func (w *world) timer(ref int) error {
 	case tReconfig:
 		if err := w.st.Cordon(t.node, t.gpu, false); err != nil {
 			return err
-		}
-		// The job the change was for looks at once, before anyone else
-		// can take the new instances; the rest at the next full cycle.
-		if j, ok := w.byID[t.forJob]; ok && j.Phase == sched.Pending {
-			w.wantLight(t.forJob)
 		}
 		w.wantCycle()
 	case tReady:
