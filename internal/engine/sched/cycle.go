@@ -15,6 +15,9 @@ import (
 // after one found nothing.
 const searchBackoffFor = 2 * time.Minute
 
+// urgentBackoffFor is the same for production and guarantee claims.
+const urgentBackoffFor = 15 * time.Second
+
 // freeRounds preemption rounds a job may make without starting before its
 // searches back off, up to maxRoundBackoff.
 const (
@@ -56,6 +59,8 @@ type Scheduler struct {
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
+	// noVictimsUntil is the same for every job of a preemptKey.
+	noVictimsUntil map[string]time.Duration
 	// rounds counts a job's preemptions since it last started: a job
 	// whose evictions keep not leading to its start (someone else takes
 	// the room, the quota moved) must not evict the same work again and
@@ -85,7 +90,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		heldCache: map[*cluster.Assignment]int64{}, searchBackoff: map[string]time.Duration{},
-		rounds: map[string]int{},
+		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
 	}
 }
 
@@ -491,7 +496,7 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 		return ""
 	}
 	key := preemptKey(c, j)
-	if c.noVictims[key] {
+	if c.noVictims[key] || c.in.Now < s.noVictimsUntil[key] {
 		return ""
 	}
 	c.searches++
@@ -505,11 +510,16 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 		return WaitPreempting
 	}
 	c.noVictims[key] = true
-	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
-		// Guarantee claims and production keep searching every cycle:
-		// they are promised a quick start.
-		s.searchBackoff[j.ID()] = c.in.Now + searchBackoffFor
+	// j searches again after searchBackoffFor, or soon when it claims its
+	// guarantee or is production (promised a quick start). Jobs of the
+	// same key would find the same: none searches for urgentBackoffFor
+	// (on a backlog of thousands, searches were half of a cycle's cost).
+	wait := searchBackoffFor
+	if j.Spec.Class == workload.Production || withinGuarantee(c, j) {
+		wait = urgentBackoffFor
 	}
+	s.searchBackoff[j.ID()] = c.in.Now + wait
+	s.noVictimsUntil[key] = c.in.Now + urgentBackoffFor
 	return ""
 }
 
@@ -594,6 +604,11 @@ func (s *Scheduler) forgetGone(c *cycle) {
 	for id := range s.shapes {
 		if _, ok := c.byID[id]; !ok {
 			delete(s.shapes, id)
+		}
+	}
+	for key, until := range s.noVictimsUntil {
+		if c.in.Now >= until {
+			delete(s.noVictimsUntil, key)
 		}
 	}
 	for _, m := range []map[string]int{s.attempts, s.rounds} {
