@@ -61,6 +61,8 @@ type Scheduler struct {
 	searchBackoff map[string]time.Duration
 	// noVictimsUntil is the same for every job of a preemptKey.
 	noVictimsUntil map[string]time.Duration
+	// reqCache holds each pending job's prepared requests (requests).
+	reqCache map[string]reqEntry
 	// rounds counts a job's preemptions since it last started: a job
 	// whose evictions keep not leading to its start (someone else takes
 	// the room, the quota moved) must not evict the same work again and
@@ -91,6 +93,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		heldCache: map[*cluster.Assignment]int64{}, searchBackoff: map[string]time.Duration{},
 		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
+		reqCache: map[string]reqEntry{},
 	}
 }
 
@@ -99,6 +102,7 @@ func (s *Scheduler) Config() Config { return s.cfg }
 
 // cycle is the working state of one Cycle call.
 type cycle struct {
+	sch      *Scheduler
 	in       Input
 	st       *cluster.State // the plan so far, on a clone
 	teams    map[string]*Team
@@ -121,8 +125,8 @@ type cycle struct {
 
 // preemptKey identifies jobs whose victim searches would find the same:
 // the same shape, class, team standing.
-func preemptKey(c *cycle, j *Job) string {
-	return shapeKey(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(withinGuarantee(c, j))
+func (s *Scheduler) preemptKey(c *cycle, j *Job) string {
+	return s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(withinGuarantee(c, j))
 }
 
 // Cycle decides what to start, preempt and re-partition now.
@@ -169,7 +173,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
-		in: in, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
+		sch: s, in: in, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
 		byID: make(map[string]*Job, len(in.Jobs)), d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
 		noVictims: map[string]bool{},
 	}
@@ -283,7 +287,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		// the jobs that failed before it: its own attempt is different.
 		failed = false
 	}
-	if failed && (!s.cfg.Gangs || !s.mayPreempt(c, j)) {
+	if failed && (!s.cfg.Gangs || !s.searchDue(c, j)) {
 		return why
 	}
 	reqs, err := s.requests(j)
@@ -331,6 +335,18 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 
 // requests prepares the pending tasks of a job.
 func (s *Scheduler) requests(j *Job) ([]*engine.Request, error) {
+	// Cached by the set of pending tasks (jobs of up to 64 tasks): a
+	// backlog asks for the same requests every cycle.
+	var mask uint64
+	cacheable := len(j.Spec.Tasks) <= 64
+	for i := range j.Spec.Tasks {
+		if i >= len(j.Placed) || j.Placed[i] == nil {
+			mask |= 1 << (i % 64)
+		}
+	}
+	if e, ok := s.reqCache[j.ID()]; ok && cacheable && e.mask == mask {
+		return append([]*engine.Request(nil), e.reqs...), nil
+	}
 	var reqs []*engine.Request
 	for i, t := range j.Spec.Tasks {
 		if i < len(j.Placed) && j.Placed[i] != nil {
@@ -342,7 +358,15 @@ func (s *Scheduler) requests(j *Job) ([]*engine.Request, error) {
 		}
 		reqs = append(reqs, r)
 	}
-	return reqs, nil
+	if cacheable {
+		s.reqCache[j.ID()] = reqEntry{mask, reqs}
+	}
+	return append([]*engine.Request(nil), reqs...), nil
+}
+
+type reqEntry struct {
+	mask uint64
+	reqs []*engine.Request
 }
 
 // pendingTasks lists the indexes of j's tasks not started yet, in the
@@ -489,16 +513,26 @@ func (s *Scheduler) holdsNodes(j *Job) bool {
 	return s.reservation != nil && s.reservation.job == j.ID()
 }
 
+// demandOf is demand(j), from the scheduler's cache.
+func (c *cycle) demandOf(j *Job) int64 { return c.sch.shape(j).demand }
+
+// searchDue says whether j may and should search for victims now: the
+// cheap checks, made before its requests are built.
+func (s *Scheduler) searchDue(c *cycle, j *Job) bool {
+	if c.searches >= maxSearches || c.in.Now < s.searchBackoff[j.ID()] || !s.mayPreempt(c, j) {
+		return false
+	}
+	key := s.preemptKey(c, j)
+	return !c.noVictims[key] && c.in.Now >= s.noVictimsUntil[key]
+}
+
 // searchVictims preempts for j when it may and a search is due; it returns
 // WaitPreempting when it did, or "".
 func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) string {
-	if !s.mayPreempt(c, j) || c.searches >= maxSearches || c.in.Now < s.searchBackoff[j.ID()] {
+	if !s.searchDue(c, j) {
 		return ""
 	}
-	key := preemptKey(c, j)
-	if c.noVictims[key] || c.in.Now < s.noVictimsUntil[key] {
-		return ""
-	}
+	key := s.preemptKey(c, j)
 	c.searches++
 	if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
 		s.preempt(c, j, victims, nodes)
@@ -554,18 +588,28 @@ func (s *Scheduler) order(c *cycle) []*Job {
 type shapeEntry struct {
 	pending int
 	key     string
+	demand  int64
+}
+
+// shape returns j's shapeKey and demand, cached while the number of its
+// pending tasks stays the same.
+func (s *Scheduler) shape(j *Job) shapeEntry {
+	pending := 0
+	for i := range j.Spec.Tasks {
+		if i >= len(j.Placed) || j.Placed[i] == nil {
+			pending++
+		}
+	}
+	if e, ok := s.shapes[j.ID()]; ok && e.pending == pending {
+		return e
+	}
+	e := shapeEntry{pending, shapeKey(j), demand(j)}
+	s.shapes[j.ID()] = e
+	return e
 }
 
 // shapeOf is shapeKey, cached.
-func (s *Scheduler) shapeOf(j *Job) string {
-	pending := len(pendingTasks(j))
-	if e, ok := s.shapes[j.ID()]; ok && e.pending == pending {
-		return e.key
-	}
-	k := shapeKey(j)
-	s.shapes[j.ID()] = shapeEntry{pending, k}
-	return k
-}
+func (s *Scheduler) shapeOf(j *Job) string { return s.shape(j).key }
 
 // shapeKey identifies jobs that ask for the same thing, so that one that
 // did not fit spares the others the search.
@@ -604,6 +648,11 @@ func (s *Scheduler) forgetGone(c *cycle) {
 	for id := range s.shapes {
 		if _, ok := c.byID[id]; !ok {
 			delete(s.shapes, id)
+		}
+	}
+	for id := range s.reqCache {
+		if _, ok := c.byID[id]; !ok {
+			delete(s.reqCache, id)
 		}
 	}
 	for key, until := range s.noVictimsUntil {

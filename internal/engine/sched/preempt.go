@@ -116,7 +116,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	for _, v := range cands {
 		freeable += c.held[v]
 	}
-	if freeable+freeMilli(c.st) < demand(j) {
+	if freeable+freeMilli(c.st) < c.demandOf(j) {
 		return nil, nil
 	}
 	// The order's keys, computed once: borrowing looks up the team.
@@ -179,7 +179,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	}
 	// A fit check places the whole job; make none until the GPU freed,
 	// with what is free already, could cover what j asks.
-	short := demand(j) - freeMilli(c.st)
+	short := c.demandOf(j) - freeMilli(c.st)
 	trial := c.st.Clone()
 	var chosen []*Job
 	fits := false
@@ -365,7 +365,7 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 		only := func(x *cluster.Node) bool { return x.Name == node }
 		trial := c.st.Clone()
 		var chosen []*Job
-		short := demand(j) - int64(n.GPUFreeMilli()) - migFreeMilli(n)
+		short := c.demandOf(j) - int64(n.GPUFreeMilli()) - migFreeMilli(n)
 		for _, v := range onNode[node] {
 			if best != nil && len(chosen) >= len(best) {
 				break

@@ -40,10 +40,10 @@ func (s *Scheduler) withinQuota(c *cycle, j *Job) bool {
 	if !ok {
 		return true
 	}
-	need := c.usage[j.Spec.Team] + demand(j)
+	need := c.usage[j.Spec.Team] + c.demandOf(j)
 	if hid, held := s.quotaHold[j.Spec.Team]; held && hid != j.ID() {
 		if h, ok := c.byID[hid]; ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class {
-			need += demand(h)
+			need += c.demandOf(h)
 		}
 	}
 	return need <= lim
@@ -57,7 +57,7 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 	if !s.cfg.Reserve || !j.Spec.IsGang() || c.in.Now-j.Submitted < s.cfg.ReserveAfter {
 		return
 	}
-	if lim, ok := s.limit(c, j.Spec.Team); !ok || demand(j) > lim {
+	if lim, ok := s.limit(c, j.Spec.Team); !ok || c.demandOf(j) > lim {
 		return // it can never fit its team's quota; holding would block the team for ever
 	}
 	if hid, held := s.quotaHold[j.Spec.Team]; held {
@@ -72,7 +72,7 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 // guarantee: then the team is entitled to reclaim from borrowers.
 func withinGuarantee(c *cycle, j *Job) bool {
 	t, ok := c.teams[j.Spec.Team]
-	return ok && c.usage[j.Spec.Team]+demand(j) <= t.Guarantee
+	return ok && c.usage[j.Spec.Team]+c.demandOf(j) <= t.Guarantee
 }
 
 // borrowing reports whether a team holds more than its guarantee.
