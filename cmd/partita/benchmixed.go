@@ -25,7 +25,12 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	horizon := fs.Duration("horizon", 0, "simulate this long instead of the scenario's duration")
 	tracePath := fs.String("trace", "", "write every decision carried out to this file (one run only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the runs to this file")
+	reserve := fs.Float64("production-reserve", 0, "GPUs kept free of borrowed batch and best-effort work, for production")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if !(*reserve >= 0) { // also NaN
+		fmt.Fprintf(stderr, "bench mixed: --production-reserve %v: want a number of GPUs, 0 or more\n", *reserve)
 		return 2
 	}
 	if *cpuProfile != "" {
@@ -65,7 +70,7 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	var results []*mixed.Result
 	for _, name := range splitList(*policyList) {
 		start := time.Now()
-		r, err := mixed.Run(sc, mixed.Options{Scheduler: name, Seed: *seed, Trace: trace})
+		r, err := mixed.Run(sc, mixed.Options{Scheduler: name, Seed: *seed, Trace: trace, ProductionReserveGPUs: *reserve})
 		if err != nil {
 			fmt.Fprintf(stderr, "bench mixed: %s: %v\n", name, err)
 			return 1

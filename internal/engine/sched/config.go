@@ -53,6 +53,10 @@ type Config struct {
 	// use; others may run there only if declared to end before it starts.
 	Reserve      bool
 	ReserveAfter time.Duration
+	// ProductionReserve is GPU (milli) kept free of borrowed lower-class
+	// work, so production starts without evicting anyone (0: none). It
+	// trades utilization for production latency: docs/mixed.md.
+	ProductionReserve int64
 	// Headroom is the GPU memory a memory profile keeps above its peak.
 	Headroom float64
 }

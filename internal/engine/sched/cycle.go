@@ -121,6 +121,9 @@ type cycle struct {
 	// class each team runs (mayPreempt), computed when first needed.
 	held   map[*Job]int64
 	lowest map[string]workload.Class
+	// free is freeMilli of the plan, computed when first needed (-1) and
+	// lowered by each start.
+	free int64
 }
 
 // preemptKey identifies jobs whose victim searches would find the same:
@@ -173,7 +176,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
-		sch: s, in: in, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
+		sch: s, in: in, free: -1, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
 		byID: make(map[string]*Job, len(in.Jobs)), d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
 		noVictims: map[string]bool{},
 	}
@@ -275,6 +278,14 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	}
 	if _, waiting := s.promised[j.ID()]; waiting {
 		return WaitPreempting
+	}
+	if r := s.cfg.ProductionReserve; r > 0 && j.Spec.Class < workload.Production && !withinGuarantee(c, j) {
+		if c.free < 0 {
+			c.free = freeMilli(c.st)
+		}
+		if c.free-c.demandOf(j) < r {
+			return WaitProdReserve
+		}
 	}
 	// Besides the shape, the class and team decide (holds, reservations,
 	// guarantees), and whether j may backfill before a reservation. (Not
@@ -400,6 +411,7 @@ func (s *Scheduler) tryStart(c *cycle, j *Job, idx []int, reqs []*engine.Request
 func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment, trial *cluster.State) {
 	before := c.st
 	c.st = trial
+	c.free = -1
 	for k, i := range idx {
 		a := as[k]
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a, Creates: createsInstance(before, a)})

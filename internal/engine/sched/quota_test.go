@@ -196,3 +196,30 @@ func TestAGangBeyondItsTeamsLimitDoesNotHoldTheQuotaForEver(t *testing.T) {
 		}
 	}
 }
+
+func TestProductionReserveHoldsBorrowedWorkOnly(t *testing.T) {
+	// Four GPUs, a reserve of two for production. Team a (guarantee 1)
+	// runs one GPU; its second best-effort GPU is borrowed and would
+	// leave 2 free: allowed; its third would leave 1: held. Team b,
+	// within its guarantee, and production are not held.
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+	sch := newScheduler(t, "partita", st, func(c *Config) { c.ProductionReserve = 2000 })
+	w := newWorld(t, st, sch, team("a").guarantee(1).burst(4), team("b").guarantee(2).burst(4))
+	w.running(job("a-running").team("a").bestEffort(), 0, 0, "n1:0")
+	w.submit(job("a-borrow-1").team("a").bestEffort().submitted(time.Second))
+	d := w.cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"a-borrow-1"}) {
+		t.Fatalf("started %v, want [a-borrow-1] (it leaves the reserve of 2 free)", got)
+	}
+	w.submit(job("a-borrow-2").team("a").bestEffort().submitted(2 * time.Second))
+	d = w.at(time.Minute).cycle()
+	if got := reasonOf(d, "a-borrow-2"); got != WaitProdReserve {
+		t.Errorf("a-borrow-2 waits %q, want %q", got, WaitProdReserve)
+	}
+	w.submit(job("b-owed").team("b").bestEffort().submitted(3*time.Second),
+		job("a-serve").team("a").production().submitted(4*time.Second))
+	d = w.at(2 * time.Minute).cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"a-serve", "b-owed"}) {
+		t.Errorf("started %v, want [a-serve b-owed]: production and a guarantee claim ignore the reserve", got)
+	}
+}

@@ -160,5 +160,6 @@ const (
 	WaitPreempting  = "waiting for preempted jobs to exit"
 	WaitReserved    = "the free GPUs are reserved for an older gang"
 	WaitPriority    = "higher-priority jobs go first"
+	WaitProdReserve = "the last free GPUs are kept for production"
 	WaitInvalidSpec = "invalid: can never run on this cluster"
 )

@@ -34,6 +34,9 @@ type Options struct {
 	// close together are handled by one (default 5 s). Arrivals get a
 	// light cycle at once.
 	Coalesce time.Duration
+	// ProductionReserveGPUs is kept free of borrowed batch and
+	// best-effort work (sched.Config.ProductionReserve); 0 by default.
+	ProductionReserveGPUs float64
 	// Trace, when set, receives one line per decision carried out.
 	Trace io.Writer
 	// Check verifies the invariants after every cycle (tests set it): the
@@ -163,6 +166,7 @@ func newWorld(sc *scenario.Scenario, opt Options) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.ProductionReserve = int64(opt.ProductionReserveGPUs * 1000)
 	if !cfg.MIG {
 		// Schedulers without MIG awareness run every GPU whole. (Starting
 		// Partita whole too and turning MIG on as needed was tried: MIG
