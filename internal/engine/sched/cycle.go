@@ -348,14 +348,8 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 func (s *Scheduler) requests(j *Job) ([]*engine.Request, error) {
 	// Cached by the set of pending tasks (jobs of up to 64 tasks): a
 	// backlog asks for the same requests every cycle.
-	var mask uint64
-	cacheable := len(j.Spec.Tasks) <= 64
-	for i := range j.Spec.Tasks {
-		if i >= len(j.Placed) || j.Placed[i] == nil {
-			mask |= 1 << (i % 64)
-		}
-	}
-	if e, ok := s.reqCache[j.ID()]; ok && cacheable && e.mask == mask {
+	ts, cacheable := pendingSet(j)
+	if e, ok := s.reqCache[j.ID()]; ok && cacheable && e.id == ts {
 		return append([]*engine.Request(nil), e.reqs...), nil
 	}
 	var reqs []*engine.Request
@@ -370,13 +364,13 @@ func (s *Scheduler) requests(j *Job) ([]*engine.Request, error) {
 		reqs = append(reqs, r)
 	}
 	if cacheable {
-		s.reqCache[j.ID()] = reqEntry{mask, reqs}
+		s.reqCache[j.ID()] = reqEntry{ts, reqs}
 	}
 	return append([]*engine.Request(nil), reqs...), nil
 }
 
 type reqEntry struct {
-	mask uint64
+	id   taskSet
 	reqs []*engine.Request
 }
 
@@ -598,25 +592,46 @@ func (s *Scheduler) order(c *cycle) []*Job {
 }
 
 type shapeEntry struct {
-	pending int
-	key     string
-	demand  int64
+	id     taskSet
+	key    string
+	demand int64
 }
 
-// shape returns j's shapeKey and demand, cached while the number of its
-// pending tasks stays the same.
-func (s *Scheduler) shape(j *Job) shapeEntry {
-	pending := 0
+// taskSet identifies a job's pending tasks: which ones, of which task
+// list. (A world may rebuild a job under the same ID with other tasks.)
+type taskSet struct {
+	tasks *workload.Task // the job's first task
+	n     int
+	mask  uint64
+}
+
+// pendingSet returns j's taskSet; ok is false for jobs of more than 64
+// tasks, which are not cached.
+func pendingSet(j *Job) (taskSet, bool) {
+	ts := taskSet{n: len(j.Spec.Tasks)}
+	if ts.n == 0 || ts.n > 64 {
+		return ts, false
+	}
+	ts.tasks = &j.Spec.Tasks[0]
 	for i := range j.Spec.Tasks {
 		if i >= len(j.Placed) || j.Placed[i] == nil {
-			pending++
+			ts.mask |= 1 << i
 		}
 	}
-	if e, ok := s.shapes[j.ID()]; ok && e.pending == pending {
+	return ts, true
+}
+
+// shape returns j's shapeKey and demand, cached while its pending tasks
+// stay the same.
+func (s *Scheduler) shape(j *Job) shapeEntry {
+	ts, ok := pendingSet(j)
+	if e, hit := s.shapes[j.ID()]; ok && hit && e.id == ts {
 		return e
 	}
-	e := shapeEntry{pending, shapeKey(j), demand(j)}
-	s.shapes[j.ID()] = e
+	e := shapeEntry{ts, shapeKey(j), demand(j)}
+	if ok {
+		s.shapes[j.ID()] = e
+	}
 	return e
 }
 

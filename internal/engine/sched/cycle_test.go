@@ -99,3 +99,26 @@ func TestInvalidJobsWaitWithTheValidationMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestAJobRebuiltUnderItsIDIsSeenAfresh(t *testing.T) {
+	// A world may rebuild a job under the same ID with other tasks (a
+	// Kubernetes PodGroup deleted and created again). x first asks for 4
+	// GPUs where 2 are free; rebuilt to ask for 1, it starts on 1.
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st))
+	w.running(job("busy").gpus(2), 0, 0, "n1:0,1")
+	w.submit(job("x").gpus(4))
+	if d := w.cycle(); len(startsOf(d, "x")) != 0 {
+		t.Fatalf("x (4 GPUs) started with 2 free")
+	}
+	for i, j := range w.jobs {
+		if j.ID() == "x" {
+			w.jobs[i] = job("x").gpus(1).build()
+		}
+	}
+	d := w.at(time.Minute).cycle()
+	starts := startsOf(d, "x")
+	if len(starts) != 1 || len(starts[0].Assignment.Grants) != 1 {
+		t.Fatalf("rebuilt x: starts %+v, want one task on 1 GPU", starts)
+	}
+}
