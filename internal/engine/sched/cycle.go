@@ -69,10 +69,22 @@ type Scheduler struct {
 	// again. Past freeRounds, each round backs its next search off twice
 	// as long.
 	rounds map[string]int
-	// invalid caches jobs found never to fit this cluster, valid those
-	// checked and fine: a job is validated once.
-	invalid map[string]string
-	valid   map[string]bool
+	// checked caches each job's validation against the cluster: a job is
+	// validated once (again if rebuilt under its ID with other tasks).
+	checked map[string]validity
+}
+
+// validity is a job's validation: why it can never run, or "".
+type validity struct {
+	tasks *workload.Task // the job's first task, as validated
+	why   string
+}
+
+func firstTask(j *Job) *workload.Task {
+	if len(j.Spec.Tasks) == 0 {
+		return nil
+	}
+	return &j.Spec.Tasks[0]
 }
 
 type gpuRef struct {
@@ -87,8 +99,8 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 	p.SetMIGOnly(cfg.MIG)
 	return &Scheduler{
 		cfg: cfg, placer: p,
-		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, invalid: map[string]string{},
-		awaiting: map[string][]gpuRef{}, valid: map[string]bool{},
+		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, checked: map[string]validity{},
+		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		heldCache: map[*cluster.Assignment]int64{}, searchBackoff: map[string]time.Duration{},
@@ -259,18 +271,19 @@ func (s *Scheduler) settlePromises(c *cycle) {
 // consider tries to start one pending job; it returns why it waits, or ""
 // when it started.
 func (s *Scheduler) consider(c *cycle, j *Job) string {
-	if why, bad := s.invalid[j.ID()]; bad {
-		return why
-	}
-	if !s.valid[j.ID()] {
+	v, ok := s.checked[j.ID()]
+	if !ok || v.tasks != firstTask(j) {
 		if c.capacity == nil { // only new jobs need it
 			c.capacity = engine.CapacityOf(c.in.Cluster)
 		}
+		v = validity{tasks: firstTask(j)}
 		if err := j.Spec.Validate(c.capacity); err != nil {
-			s.invalid[j.ID()] = WaitInvalidSpec + ": " + err.Error()
-			return s.invalid[j.ID()]
+			v.why = WaitInvalidSpec + ": " + err.Error()
 		}
-		s.valid[j.ID()] = true
+		s.checked[j.ID()] = v
+	}
+	if v.why != "" {
+		return v.why
 	}
 	if !s.withinQuota(c, j) {
 		s.holdQuota(c, j)
@@ -662,14 +675,9 @@ func productionClass() workload.Class { return workload.Production }
 // in the input (finished or cancelled), so a long-running server does not
 // grow without end.
 func (s *Scheduler) forgetGone(c *cycle) {
-	for id := range s.valid {
+	for id := range s.checked {
 		if _, ok := c.byID[id]; !ok {
-			delete(s.valid, id)
-		}
-	}
-	for id := range s.invalid {
-		if _, ok := c.byID[id]; !ok {
-			delete(s.invalid, id)
+			delete(s.checked, id)
 		}
 	}
 	for id := range s.shapes {

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,5 +121,24 @@ func TestAJobRebuiltUnderItsIDIsSeenAfresh(t *testing.T) {
 	starts := startsOf(d, "x")
 	if len(starts) != 1 || len(starts[0].Assignment.Grants) != 1 {
 		t.Fatalf("rebuilt x: starts %+v, want one task on 1 GPU", starts)
+	}
+}
+
+func TestAnInvalidJobRebuiltValidRuns(t *testing.T) {
+	// x asks for 9 GPUs on a 4-GPU node: it can never run, and says so.
+	// Rebuilt under the same ID asking for 2, it starts.
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st))
+	w.submit(job("x").gpus(9))
+	if got := reasonOf(w.cycle(), "x"); !strings.HasPrefix(got, WaitInvalidSpec) {
+		t.Fatalf("x (9 GPUs) waits %q, want %q…", got, WaitInvalidSpec)
+	}
+	for i, j := range w.jobs {
+		if j.ID() == "x" {
+			w.jobs[i] = job("x").gpus(2).build()
+		}
+	}
+	if starts := startsOf(w.at(time.Minute).cycle(), "x"); len(starts) != 1 {
+		t.Fatalf("rebuilt x (2 GPUs): starts %+v, want it started", starts)
 	}
 }
