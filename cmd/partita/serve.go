@@ -91,7 +91,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	teams, projects := scenarioTeams(sc)
+	teams, projects := server.ScenarioTeams(sc)
 	secret, err := server.Bootstrap(ctx, st, f.dataDir, teams, projects)
 	if err != nil {
 		return fmt.Errorf("first start: %w", err)
@@ -167,22 +167,4 @@ func loadCluster(path string) (*scenario.Scenario, error) {
 		return scenario.Parse(bytes.NewReader(standalone.DemoYAML), "demo.yaml")
 	}
 	return scenario.Load(path)
-}
-
-// scenarioTeams are the teams a new store starts with, and their
-// projects: one per workload of the scenario, plus default.
-func scenarioTeams(sc *scenario.Scenario) ([]store.Team, map[string][]string) {
-	var teams []store.Team
-	projects := map[string][]string{}
-	for _, t := range sc.Teams {
-		st := store.Team{Name: t.Name, GuaranteeMilli: int64(t.GuaranteedGPUs) * 1000, BurstMilli: int64(t.BurstGPUs) * 1000, Weight: t.Weight}
-		for _, c := range t.Classes {
-			st.Classes = append(st.Classes, c.String())
-		}
-		teams = append(teams, st)
-	}
-	for _, w := range sc.Workloads {
-		projects[w.Team] = append(projects[w.Team], w.Name)
-	}
-	return teams, projects
 }

@@ -44,18 +44,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var teams []store.Team
-	projects := map[string][]string{}
-	for _, tm := range sc.Teams {
-		s := store.Team{Name: tm.Name, GuaranteeMilli: int64(tm.GuaranteedGPUs) * 1000, BurstMilli: int64(tm.BurstGPUs) * 1000, Weight: tm.Weight}
-		for _, c := range tm.Classes {
-			s.Classes = append(s.Classes, c.String())
-		}
-		teams = append(teams, s)
-	}
-	for _, w := range sc.Workloads {
-		projects[w.Team] = append(projects[w.Team], w.Name)
-	}
+	teams, projects := server.ScenarioTeams(sc)
 	admin, err := server.Bootstrap(ctx, st, dir, teams, projects)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"partita.dev/partita/internal/api"
+	"partita.dev/partita/internal/scenario"
 	"partita.dev/partita/internal/store"
 )
 
@@ -145,4 +146,22 @@ func Bootstrap(ctx context.Context, s *store.Store, dataDir string, teams []stor
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
 	return secret, nil
+}
+
+// ScenarioTeams are the teams a new store starts with, and their
+// projects: one per workload of the scenario, plus default.
+func ScenarioTeams(sc *scenario.Scenario) ([]store.Team, map[string][]string) {
+	var teams []store.Team
+	projects := map[string][]string{}
+	for _, t := range sc.Teams {
+		st := store.Team{Name: t.Name, GuaranteeMilli: int64(t.GuaranteedGPUs) * 1000, BurstMilli: int64(t.BurstGPUs) * 1000, Weight: t.Weight}
+		for _, c := range t.Classes {
+			st.Classes = append(st.Classes, c.String())
+		}
+		teams = append(teams, st)
+	}
+	for _, w := range sc.Workloads {
+		projects[w.Team] = append(projects[w.Team], w.Name)
+	}
+	return teams, projects
 }

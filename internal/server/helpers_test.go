@@ -63,14 +63,7 @@ func newEnv(t testing.TB, speed float64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var teams []store.Team
-	for _, tm := range sc.Teams {
-		s := store.Team{Name: tm.Name, GuaranteeMilli: int64(tm.GuaranteedGPUs) * 1000, BurstMilli: int64(tm.BurstGPUs) * 1000, Weight: tm.Weight}
-		for _, c := range tm.Classes {
-			s.Classes = append(s.Classes, c.String())
-		}
-		teams = append(teams, s)
-	}
+	teams, _ := ScenarioTeams(sc)
 	admin, err := Bootstrap(ctx, st, dir, teams, map[string][]string{"search": {"chat"}})
 	if err != nil {
 		t.Fatal(err)

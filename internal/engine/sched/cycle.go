@@ -311,8 +311,13 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		// the jobs that failed before it: its own attempt is different.
 		failed = false
 	}
-	if failed && (!s.cfg.Gangs || !s.searchDue(c, j)) {
-		return why
+	if failed {
+		if !s.cfg.Gangs {
+			return why
+		}
+		if _, due := s.searchDue(c, j); !due {
+			return why
+		}
 	}
 	reqs, err := s.requests(j)
 	if err != nil {
@@ -537,21 +542,21 @@ func (c *cycle) demandOf(j *Job) int64 { return c.sch.shape(j).demand }
 
 // searchDue says whether j may and should search for victims now: the
 // cheap checks, made before its requests are built.
-func (s *Scheduler) searchDue(c *cycle, j *Job) bool {
+func (s *Scheduler) searchDue(c *cycle, j *Job) (key string, due bool) {
 	if c.searches >= maxSearches || c.in.Now < s.searchBackoff[j.ID()] || !s.mayPreempt(c, j) {
-		return false
+		return "", false
 	}
-	key := s.preemptKey(c, j)
-	return !c.noVictims[key] && c.in.Now >= s.noVictimsUntil[key]
+	key = s.preemptKey(c, j)
+	return key, !c.noVictims[key] && c.in.Now >= s.noVictimsUntil[key]
 }
 
 // searchVictims preempts for j when it may and a search is due; it returns
 // WaitPreempting when it did, or "".
 func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) string {
-	if !s.searchDue(c, j) {
+	key, due := s.searchDue(c, j)
+	if !due {
 		return ""
 	}
-	key := s.preemptKey(c, j)
 	c.searches++
 	if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
 		s.preempt(c, j, victims, nodes)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"partita.dev/partita/internal/sim"
 	"partita.dev/partita/internal/svgchart"
 )
 
@@ -114,23 +115,11 @@ func WriteReport(dir, podsPath string, e *Experiment, results map[string][]*Resu
 		{"alloc.svg", func(out io.Writer) error { return writeChart(out, w, e, results) }},
 	}
 	for _, f := range files {
-		if err := writeFile(filepath.Join(dir, f.name), f.write); err != nil {
+		if err := sim.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 func label(policy string) string {
@@ -266,7 +255,7 @@ func fidelityTolerance(policy string) float64 {
 // WriteSummary writes the tables across pod lists: our baselines beside the
 // published medians, and partita beside FGD's published median.
 func WriteSummary(path string, all []ListResult, published Published, command string) error {
-	return writeFile(path, func(out io.Writer) error {
+	return sim.WriteFile(path, func(out io.Writer) error {
 		fmt.Fprintf(out, "# Fill experiment on the Alibaba GPU 2023 trace\n\n")
 		fmt.Fprintf(out, "Regenerate with:\n\n    partita bench fill %s\n\n", command)
 		fmt.Fprintln(out, "Values: unallocated GPUs (% of 6,212) when the arrived workload reaches 100 % of capacity, median over seeds.")

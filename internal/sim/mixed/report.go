@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"partita.dev/partita/internal/sim"
 	"partita.dev/partita/internal/svgchart"
 )
 
@@ -18,31 +19,19 @@ func WriteReport(dir, command string, results []*Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeTo(filepath.Join(dir, "report.md"), func(w io.Writer) error { return writeMarkdown(w, command, results) }); err != nil {
+	if err := sim.WriteFile(filepath.Join(dir, "report.md"), func(w io.Writer) error { return writeMarkdown(w, command, results) }); err != nil {
 		return err
 	}
-	if err := writeTo(filepath.Join(dir, "utilization.svg"), func(w io.Writer) error { return utilizationChart(results).Write(w) }); err != nil {
+	if err := sim.WriteFile(filepath.Join(dir, "utilization.svg"), func(w io.Writer) error { return utilizationChart(results).Write(w) }); err != nil {
 		return err
 	}
 	for _, r := range results {
 		r := r
-		if err := writeTo(filepath.Join(dir, "teams-"+r.Scheduler+".svg"), func(w io.Writer) error { return teamsChart(r).Write(w) }); err != nil {
+		if err := sim.WriteFile(filepath.Join(dir, "teams-"+r.Scheduler+".svg"), func(w io.Writer) error { return teamsChart(r).Write(w) }); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func writeTo(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 func writeMarkdown(w io.Writer, command string, results []*Result) error {
