@@ -570,14 +570,14 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 	c.noVictims[key] = true
 	// j searches again after searchBackoffFor, or soon when it claims its
 	// guarantee or is production (promised a quick start). Jobs of the
-	// same key would find the same: none searches for urgentBackoffFor
+	// same key would find the same: none searches before j does again
 	// (on a backlog of thousands, searches were half of a cycle's cost).
 	wait := searchBackoffFor
 	if j.Spec.Class == workload.Production || withinGuarantee(c, j) {
 		wait = urgentBackoffFor
 	}
 	s.searchBackoff[j.ID()] = c.in.Now + wait
-	s.noVictimsUntil[key] = c.in.Now + urgentBackoffFor
+	s.noVictimsUntil[key] = c.in.Now + wait
 	return ""
 }
 

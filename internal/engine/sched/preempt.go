@@ -156,6 +156,15 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	}
 	if len(cands) > maxVictims {
 		cands = cands[:maxVictims]
+		// The search stops at maxVictims: if those free too little, so
+		// would the search, after dozens of placements.
+		var freeable int64
+		for _, v := range cands {
+			freeable += c.held[v]
+		}
+		if freeable+freeMilli(c.st) < c.demandOf(j) {
+			return nil, nil
+		}
 	}
 	// j must fit where it would actually be placed: the same node sets
 	// tryStart uses (outside another gang's reservation), or the victims'

@@ -428,3 +428,30 @@ func TestPreemptionRoundsThatDoNotStartTheJobBackOff(t *testing.T) {
 		t.Errorf("after the back-off: victims %v, want [%s]; serve waits %+v", got, next, d.Waiting["serve"])
 	}
 }
+
+func TestAFailedSearchHoldsOffJobsOfItsKey(t *testing.T) {
+	// first, batch, may evict its team's best-effort job, but that one
+	// GPU is not enough: the search fails. When a GPU frees up 20 s later
+	// a search would succeed; second, of the same shape, class and team,
+	// must not make it before searchBackoffFor: a batch job is not in a
+	// hurry, and on a backlog every job of a failed key searching each
+	// cycle cost more than all placements.
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.running(job("be").team("a").bestEffort().gpus(1), 0, 0, "n1:0")
+	w.running(job("wall1").team("a").gpus(1), 0, 0, "n1:1")
+	w.running(job("wall2").team("a").gpus(6), 0, 0, "n1:2,3,4,5,6,7")
+	w.submit(job("first").team("a").gpus(2).submitted(hour))
+	if d := w.cycle(); len(d.Preemptions) != 0 {
+		t.Fatalf("victims %v: one best-effort GPU cannot make room for two", victimsOf(d))
+	}
+	w.finish("wall1")
+	w.submit(job("second").team("a").gpus(2).submitted(hour + 20*time.Second))
+	if d := w.at(hour + 20*time.Second).cycle(); len(d.Preemptions) != 0 {
+		t.Errorf("20 s after the failed search: victims %v, want none before %v", victimsOf(d), searchBackoffFor)
+	}
+	d := w.at(hour + searchBackoffFor).cycle()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"be"}) {
+		t.Errorf("after %v: victims %v, want [be]", searchBackoffFor, got)
+	}
+}

@@ -137,7 +137,7 @@ func (w *world) reconfigure(rc sched.Reconfig) error {
 		return err
 	}
 	w.tracef("reconfig %s/gpu%d mig=%v layout=%s for %s", rc.Node, rc.GPU, rc.MIG, rc.Layout, rc.For)
-	w.after(w.opt.ReconfigDelay, timer{kind: tReconfig, node: rc.Node, gpu: rc.GPU})
+	w.after(w.opt.ReconfigDelay, timer{kind: tReconfig, node: rc.Node, gpu: rc.GPU, forJob: rc.For})
 	return nil
 }
 
@@ -251,7 +251,7 @@ func (w *world) preempt(p sched.Preemption) {
 	j.Phase = sched.Terminating
 	w.metrics.preemptions++
 	w.tracef("preempt %s (%s/%s): %s", j.ID(), j.Spec.Team, j.Spec.Class, p.Reason)
-	w.after(p.Grace, timer{kind: tGrace, job: j, epoch: j.epoch})
+	w.after(p.Grace, timer{kind: tGrace, job: j, epoch: j.epoch, forJob: p.For})
 }
 
 // graceOver releases a preempted job, charges the lost work, and puts it

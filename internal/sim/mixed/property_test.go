@@ -145,3 +145,36 @@ func TestRunsAreDeterministic(t *testing.T) {
 		t.Errorf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }
+
+// A job that evicted victims starts as soon as the last of them is gone,
+// not at the next full cycle: full cycles are coalesced (here to one per
+// 10 min, with one just before the claims), and the room freed for a job
+// must not wait for one or go to someone else meanwhile.
+func TestAJobStartsWhenItsVictimsAreGone(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "roomready.yaml"))
+	opt := Options{Scheduler: "partita", Seed: sc.Seed, Check: true, Coalesce: 10 * time.Minute}
+	opt.defaults()
+	w, err := newWorld(sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.loop(); err != nil {
+		t.Fatal(err)
+	}
+	r := w.metrics.result(w)
+	if r.Preemptions != 1 {
+		t.Fatalf("%d preemptions, want 1: the scenario does not test eviction", r.Preemptions)
+	}
+	grace := w.sch.Config().Grace
+	for _, j := range w.jobs {
+		if j.Spec.Team != "b" {
+			continue
+		}
+		if !j.started {
+			t.Fatalf("%s never started", j.ID())
+		}
+		if wait := j.firstRun - j.Submitted; wait > grace {
+			t.Errorf("%s waited %v, more than the victims' grace %v", j.ID(), wait, grace)
+		}
+	}
+}

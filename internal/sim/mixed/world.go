@@ -128,6 +128,11 @@ type timer struct {
 	epoch int
 	node  string
 	gpu   int
+	// forJob is the job a change or an eviction makes room for: when it
+	// completes, that job gets a cycle at once, not at the next coalesced
+	// one (a production start would wait up to Coalesce more, and the
+	// room could go to another job).
+	forJob string
 }
 
 const (
@@ -308,16 +313,28 @@ func (w *world) timer(ref int) error {
 	t := w.timers[ref-refFirstDynamic]
 	switch t.kind {
 	case tGrace:
-		return w.graceOver(t.job, t.epoch)
+		if err := w.graceOver(t.job, t.epoch); err != nil {
+			return err
+		}
+		w.roomReady(t.forJob)
 	case tReconfig:
 		if err := w.st.Cordon(t.node, t.gpu, false); err != nil {
 			return err
 		}
+		w.roomReady(t.forJob)
 		w.wantCycle()
 	case tReady:
 		w.maybeRun(t.job)
 	}
 	return nil
+}
+
+// roomReady gives the job a change or an eviction was for a cycle now, if
+// it still waits.
+func (w *world) roomReady(id string) {
+	if j, ok := w.byID[id]; ok && !j.done && j.Phase == sched.Pending {
+		w.wantLight(id)
+	}
 }
 
 // wantTick makes sure a periodic full cycle comes while jobs wait: time-
