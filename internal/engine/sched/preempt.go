@@ -14,6 +14,12 @@ import (
 // this cycle rather than evict half the cluster.
 const maxVictims = 32
 
+// roundingSlack is how far a victim search's milli count may be short and
+// still try a placement: a MIG instance's share is rounded down to milli
+// (1g is 142 of 1000), so a GPU's instances and free space can add up to a
+// few milli less than the GPU.
+const roundingSlack = 8
+
 // maxSearches bounds the victim searches of one cycle: the first jobs in
 // order get them; the rest try again next cycle. A search places the job
 // dozens of times, and a long backlog would otherwise search every cycle.
@@ -94,7 +100,23 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if lower && (keepsGuarantee || j.Spec.Class == workload.Production && withinGuarantee(c, j)) {
 		return true
 	}
-	return withinGuarantee(c, j) && keepsGuarantee
+	// Reclaim. A job that straddles its team's guarantee (it started just
+	// under the line and runs partly on borrowed capacity) goes too, after
+	// the others (victims ranks it last): otherwise a 16-GPU gang 5 GPUs
+	// over holds 5 borrowed GPUs that no reclaim can take back, and a team
+	// owed 8 GPUs on one node waits for hours. Not production, which
+	// within its team's guarantee always runs.
+	if j.Spec.Class == workload.BestEffort && v.Spec.Class == workload.Production {
+		return false
+	}
+	return withinGuarantee(c, j) && (keepsGuarantee || v.Spec.Class < workload.Production)
+}
+
+// straddles says whether evicting v would take its team below its
+// guarantee.
+func straddles(c *cycle, v *Job) bool {
+	t, ok := c.teams[v.Spec.Team]
+	return ok && c.usage[v.Spec.Team]-c.held[v] < t.Guarantee
 }
 
 // victims finds the running jobs to evict so that j fits, losing the least:
@@ -116,7 +138,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	for _, v := range cands {
 		freeable += c.held[v]
 	}
-	if freeable+freeMilli(c.st) < c.demandOf(j) {
+	if freeable+freeMilli(c.st)+roundingSlack < c.demandOf(j) {
 		return nil, nil
 	}
 	// The order's keys, computed once: borrowing looks up the team.
@@ -124,17 +146,21 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	type ranked struct {
 		v         *Job
 		borrowing bool
+		straddles bool
 		lost      time.Duration // work since the last checkpoint
 		held      int64
 	}
 	rs := make([]ranked, len(cands))
 	for i, v := range cands {
-		rs[i] = ranked{v, borrowing(c, v.Spec.Team), now - v.Checkpoint, c.held[v]}
+		rs[i] = ranked{v, borrowing(c, v.Spec.Team), straddles(c, v), now - v.Checkpoint, c.held[v]}
 	}
 	sort.SliceStable(rs, func(a, b int) bool {
 		x, y := &rs[a], &rs[b]
 		if x.borrowing != y.borrowing {
 			return x.borrowing
+		}
+		if x.straddles != y.straddles {
+			return !x.straddles
 		}
 		if x.v.Spec.Class != y.v.Spec.Class {
 			return x.v.Spec.Class < y.v.Spec.Class
@@ -162,7 +188,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		for _, v := range cands {
 			freeable += c.held[v]
 		}
-		if freeable+freeMilli(c.st) < c.demandOf(j) {
+		if freeable+freeMilli(c.st)+roundingSlack < c.demandOf(j) {
 			return nil, nil
 		}
 	}
@@ -174,9 +200,12 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	convert := s.wantsMIG(reqs)
 	fitsIn := func(st *cluster.State) bool {
 		if convert {
-			convertIdle(st)
-		} else if !enoughWholeGPUs(st, reqs) {
-			return false
+			s.convertIdle(c, st)
+		} else {
+			s.wholeIdle(c, st, "")
+			if !enoughWholeGPUs(st, reqs) {
+				return false
+			}
 		}
 		for _, a := range allowed {
 			if as, _, err := s.placer.PlaceAll(st, reqs, a); err == nil {
@@ -199,7 +228,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		}
 		chosen = append(chosen, v)
 		short -= held
-		if short <= 0 && fitsIn(trial) {
+		if short <= roundingSlack && fitsIn(trial) {
 			fits = true
 			break
 		}
@@ -331,14 +360,38 @@ func (s *Scheduler) wantsMIG(reqs []*engine.Request) bool {
 }
 
 // convertIdle turns MIG on, in a trial state, on every idle whole GPU of a
-// MIG-capable model.
-func convertIdle(st *cluster.State) {
+// MIG-capable model that repartition could change (out of its cooldown:
+// victims freed for a change that cannot come would be evicted for
+// nothing, and evicted again).
+func (s *Scheduler) convertIdle(c *cycle, st *cluster.State) {
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
-			if !g.MIG && g.Model.MIG && g.Idle() && !g.Cordoned() {
+			if !g.MIG && g.Model.MIG && g.Idle() && !g.Cordoned() && s.cooled(c, n.Name, k) {
 				_ = st.SetMIG(n.Name, k, true)
+			}
+		}
+	}
+}
+
+// wholeIdle turns MIG off, in a trial state, on the idle MIG GPUs that
+// repartition could turn whole (not cordoned, out of their cooldown), on
+// node or, when node is "", everywhere: the victims of a whole-GPU job may
+// leave it MIG GPUs, which are whole again one change later.
+func (s *Scheduler) wholeIdle(c *cycle, st *cluster.State, node string) {
+	if !s.cfg.MIG {
+		return
+	}
+	for i := 0; i < st.Len(); i++ {
+		n := st.Node(i)
+		if node != "" && n.Name != node {
+			continue
+		}
+		for k := range n.GPUs {
+			g := &n.GPUs[k]
+			if g.MIG && g.Idle() && !g.Cordoned() && s.cooled(c, n.Name, k) {
+				_ = st.SetMIG(n.Name, k, false)
 			}
 		}
 	}
@@ -365,7 +418,7 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 		}
 	}
 	var best []*Job
-	bestNode := ""
+	bestNode, bestCost := "", 0
 	for _, node := range nodes {
 		n := c.st.NodeByName(node)
 		if n == nil || where != nil && !where(n) {
@@ -374,9 +427,10 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 		only := func(x *cluster.Node) bool { return x.Name == node }
 		trial := c.st.Clone()
 		var chosen []*Job
+		cost := 0
 		short := c.demandOf(j) - int64(n.GPUFreeMilli()) - migFreeMilli(n)
 		for _, v := range onNode[node] {
-			if best != nil && len(chosen) >= len(best) {
+			if best != nil && cost >= bestCost {
 				break
 			}
 			held := c.held[v]
@@ -384,15 +438,18 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 				continue
 			}
 			chosen = append(chosen, v)
-			if short -= held; short > 0 {
+			cost += victimCost(c, v)
+			if short -= held; short > roundingSlack {
 				continue
 			}
 			if s.wantsMIG(reqs) {
-				convertIdle(trial)
+				s.convertIdle(c, trial)
+			} else {
+				s.wholeIdle(c, trial, n.Name)
 			}
 			if _, _, err := s.placer.PlaceAll(trial, reqs, only); err == nil {
-				if best == nil || len(chosen) < len(best) {
-					best, bestNode = append([]*Job(nil), chosen...), node
+				if best == nil || cost < bestCost {
+					best, bestNode, bestCost = append([]*Job(nil), chosen...), node, cost
 				}
 				break
 			}
@@ -402,6 +459,15 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 		return nil, nil
 	}
 	return best, map[string]bool{bestNode: true}
+}
+
+// victimCost weighs a victim in victimsOnOneNode: one that would take its
+// team below its guarantee counts as many.
+func victimCost(c *cycle, v *Job) int {
+	if straddles(c, v) {
+		return maxVictims
+	}
+	return 1
 }
 
 // freeMilli is the GPU free in st: whole and shared GPUs' milli left, and

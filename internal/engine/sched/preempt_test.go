@@ -199,10 +199,37 @@ func TestReclaim(t *testing.T) {
 			reason:  "team a reclaims its guarantee",
 		},
 		{
-			name:    "reclaim never takes a team below its own guarantee",
+			// b-job is 1 GPU over b's guarantee and 3 under: without it
+			// going, what b borrows could never be taken back.
+			name:    "reclaim takes a job that straddles its team's guarantee when nothing else makes room",
 			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").guarantee(3).burst(8)},
 			run:     func(w *world) { w.running(job("b-job").team("b").gpus(4), 0, 0, "n1:0,1,2,3") },
 			pending: job("a-job").team("a").gpus(2),
+			victims: []string{"b-job"},
+			reason:  "team a reclaims its guarantee for a-job",
+		},
+		{
+			name:  "reclaim takes a job that keeps its team at its guarantee before one that straddles it",
+			teams: []*teamBuilder{team("a").guarantee(4).burst(4), team("b").guarantee(3).burst(8)},
+			run: func(w *world) {
+				w.running(job("b-big").team("b").bestEffort().gpus(3), 0, 0, "n1:0,1,2")
+				w.running(job("b-1").team("b").gpus(1), 0, 0, "n1:3")
+			},
+			pending: job("a-job").team("a").gpus(1),
+			victims: []string{"b-1"},
+			reason:  "team a reclaims its guarantee for a-job",
+		},
+		{
+			name:    "reclaim never takes production below its team's guarantee",
+			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").guarantee(3).burst(8)},
+			run:     func(w *world) { w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").gpus(2),
+		},
+		{
+			name:    "best-effort work does not evict production, even to reclaim",
+			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").burst(8)},
+			run:     func(w *world) { w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").bestEffort().gpus(2),
 		},
 		{
 			name:  "a borrowing team loses only jobs it holds beyond its guarantee",
@@ -453,5 +480,41 @@ func TestAFailedSearchHoldsOffJobsOfItsKey(t *testing.T) {
 	d := w.at(hour + searchBackoffFor).cycle()
 	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"be"}) {
 		t.Errorf("after %v: victims %v, want [be]", searchBackoffFor, got)
+	}
+}
+
+func TestReclaimCountsMIGGPUsTheVictimsLeaveIdle(t *testing.T) {
+	// a is owed 4 whole GPUs; b borrows 3 whole GPUs and a MIG instance
+	// on the fourth. Once both are gone the fourth GPU is idle and can be
+	// turned whole: the search must count it.
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(4).burst(4), team("b").burst(8)).at(hour)
+	w.migOff("n1", 0, 1, 2)
+	w.running(job("b-job").team("b").gpus(3), 0, 0, "n1:0,1,2")
+	w.runningSlice(job("b-serve").team("b").production().migProfile("1g.10gb"), "n1:3:1g.10gb@6")
+	w.submit(job("a-job").team("a").gpus(4).submitted(hour))
+	d := w.decide()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"b-job", "b-serve"}) {
+		t.Fatalf("victims %v, want [b-job b-serve]; a-job waits %q", got, reasonOf(d, "a-job"))
+	}
+}
+
+func TestNoVictimsForAMIGChangeTheCooldownForbids(t *testing.T) {
+	// serve needs a MIG slice; the only room is the GPU scavenge holds,
+	// whole, changed a minute ago. Evicting scavenge would not let serve
+	// start before the cooldown ends: no victims until then.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.migOff("n1", 0)
+	w.running(job("scavenge").team("a").bestEffort().gpus(1), 0, 0, "n1:0")
+	w.submit(job("serve").team("a").production().migProfile("3g.40gb").submitted(hour))
+	cooldown := w.sch.Config().ReconfigCooldown
+	w.sch.lastChange[gpuRef{"n1", 0}] = hour - time.Minute
+	if d := w.decide(); len(d.Preemptions) != 0 {
+		t.Errorf("victims %v while the GPU cannot change for %v", victimsOf(d), cooldown-time.Minute)
+	}
+	d := w.at(hour - time.Minute + cooldown).decide()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"scavenge"}) {
+		t.Errorf("after the cooldown: victims %v, want [scavenge]; serve waits %q", got, reasonOf(d, "serve"))
 	}
 }
