@@ -133,8 +133,8 @@ type cycle struct {
 	// class each team runs (mayPreempt), computed when first needed.
 	held   map[*Job]int64
 	lowest map[string]workload.Class
-	// free is freeMilli of the plan, computed when first needed (-1) and
-	// lowered by each start.
+	// free is freeMilli of the plan, computed when first needed (-1, also
+	// after each change of the plan).
 	free int64
 }
 
@@ -293,10 +293,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		return WaitPreempting
 	}
 	if r := s.cfg.ProductionReserve; r > 0 && j.Spec.Class < workload.Production && !withinGuarantee(c, j) {
-		if c.free < 0 {
-			c.free = freeMilli(c.st)
-		}
-		if c.free-c.demandOf(j) < r {
+		if c.freeNow()-c.demandOf(j) < r {
 			return WaitProdReserve
 		}
 	}
@@ -482,6 +479,7 @@ func (s *Scheduler) placeOneByOne(c *cycle, j *Job, reqs []*engine.Request) stri
 			continue
 		}
 		placedAny = true
+		c.free = -1
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a})
 		if n := c.st.NodeByName(a.Node); n != nil {
 			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))

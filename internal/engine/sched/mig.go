@@ -163,6 +163,7 @@ func (s *Scheduler) extendChange(c *cycle, j *Job, r *engine.Request) bool {
 			continue
 		}
 		rc.Layout = layout
+		c.free = -1
 		return true
 	}
 	return false
@@ -296,6 +297,7 @@ func (s *Scheduler) apply(c *cycle, j *Job, rc Reconfig, turnOn bool) bool {
 			return false
 		}
 	}
+	c.free = -1
 	s.lastChange[gpuRef{rc.Node, rc.GPU}] = c.in.Now
 	if j != nil {
 		s.awaiting[j.ID()] = append(s.awaiting[j.ID()], gpuRef{rc.Node, rc.GPU})

@@ -518,3 +518,41 @@ func TestNoVictimsForAMIGChangeTheCooldownForbids(t *testing.T) {
 		t.Errorf("after the cooldown: victims %v, want [scavenge]; serve waits %q", got, reasonOf(d, "serve"))
 	}
 }
+
+func TestWholeRoomAfterBoundsTheSearch(t *testing.T) {
+	// Two nodes of 8 GPUs; on each, b borrows 7 and a's own production
+	// holds the eighth. a's gang of two 8-GPU tasks cannot fit whatever is
+	// evicted; one 7-GPU task can.
+	st := fleet(t).nodes(2).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(18).burst(18), team("b").burst(16)).at(hour)
+	for _, n := range []string{"n1", "n2"} {
+		w.running(job("b-"+n).team("b").gpus(7), 0, 0, n+":0,1,2,3,4,5,6")
+		w.running(job("a-serve-"+n).team("a").production().gpus(1), 0, 0, n+":7")
+	}
+	w.submit(job("gang").team("a").gang(2).gpus(8).submitted(hour), job("seven").team("a").gpus(7).submitted(hour))
+	c := w.sch.snapshot(w.input())
+	var cands []*Job
+	for _, j := range w.jobs {
+		if w.sch.eligible(c, w.job("gang"), j) {
+			cands = append(cands, j)
+		}
+	}
+	if len(cands) != 2 {
+		t.Fatalf("candidates %d, want b's two jobs", len(cands))
+	}
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{{"gang", false}, {"seven", true}} {
+		reqs, err := w.sch.requests(w.job(tc.id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.sch.wholeRoomAfter(c, reqs, cands); got != tc.want {
+			t.Errorf("%s: wholeRoomAfter = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+	if d := w.decide(); !reflect.DeepEqual(victimsOf(d), []string{"b-n1"}) {
+		t.Errorf("victims %v, want [b-n1] for seven (and none for the gang)", victimsOf(d))
+	}
+}

@@ -20,10 +20,14 @@ type reservation struct {
 	// declared end of the work on them; 0 when some work has no estimate,
 	// and then nothing backfills.
 	readyAt time.Duration
+	// stale: readyAt is from an earlier cycle; backfills recomputes it
+	// when first asked (a light cycle rarely needs it, and it reads every
+	// running job).
+	stale bool
 }
 
 // refreshReservation drops a reservation whose gang started or left and
-// recomputes when its nodes will be free.
+// marks when its nodes will be free for recomputing.
 func (s *Scheduler) refreshReservation(c *cycle) {
 	r := s.reservation
 	if r == nil {
@@ -33,7 +37,7 @@ func (s *Scheduler) refreshReservation(c *cycle) {
 		s.reservation = nil
 		return
 	}
-	r.readyAt = s.readyAt(c, r.nodes)
+	r.stale = true
 }
 
 // readyAt is the latest declared end of the running work on nodes, or 0
@@ -61,7 +65,13 @@ func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
 // can start, so that it may run on the reserved nodes meanwhile.
 func (s *Scheduler) backfills(c *cycle, j *Job) bool {
 	r := s.reservation
-	return r != nil && j.Estimate > 0 && r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt
+	if r == nil || j.Estimate <= 0 {
+		return false
+	}
+	if r.stale {
+		r.readyAt, r.stale = s.readyAt(c, r.nodes), false
+	}
+	return r.readyAt > 0 && c.in.Now+j.Estimate <= r.readyAt
 }
 
 // candidates lists the node sets to try for j, best first: for a gang
