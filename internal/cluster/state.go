@@ -47,6 +47,7 @@ type State struct {
 	// in place; a shared node is copied before its first change.
 	owned []bool
 	index map[string]int // node name -> position; shared between clones, never changed
+	set   *NodeSet       // shared between clones, like index
 	// version changes on every change of the State, and equal versions
 	// mean equal contents (a clone starts with its original's): caches of
 	// whole-cluster facts key on it.
@@ -56,13 +57,21 @@ type State struct {
 // Version identifies the State's contents; see the field's comment.
 func (s *State) Version() uint64 { return s.version }
 
+// NodeSet identifies a set of nodes and their fixed properties (names,
+// CPU, memory, GPU models): clones of a State share it, a State built by
+// New gets its own. Caches of facts that only these decide key on it.
+type NodeSet struct{ _ byte } // not zero-sized: each one has its own address
+
+// NodeSet returns the State's node set; see the type.
+func (s *State) NodeSet() *NodeSet { return s.set }
+
 // ErrNotFound is returned for an unknown node or task.
 var ErrNotFound = errors.New("not found")
 
 // New builds a State from nodes, checking that names are unique, GPU indexes
 // match positions and MIG layouts are valid. The nodes become the State's.
 func New(nodes []*Node) (*State, error) {
-	s := &State{nodes: nodes, owned: make([]bool, len(nodes)), index: make(map[string]int, len(nodes))}
+	s := &State{nodes: nodes, owned: make([]bool, len(nodes)), index: make(map[string]int, len(nodes)), set: &NodeSet{}}
 	for i, n := range nodes {
 		if n.Name == "" {
 			return nil, fmt.Errorf("node %d: name is empty", i)
@@ -126,6 +135,7 @@ func (s *State) Clone() *State {
 		nodes:   append([]*Node(nil), s.nodes...),
 		owned:   make([]bool, len(s.nodes)),
 		index:   s.index,
+		set:     s.set,
 		version: s.version,
 	}
 	// s no longer owns its nodes either: both sides copy before writing.

@@ -52,9 +52,10 @@ type Scheduler struct {
 	// the warm pool (warm.go), and lastWarm when it last ran.
 	recent   map[warmKey][]time.Duration
 	lastWarm time.Duration
-	// heldCache is the GPU milli of each running assignment: assignments
-	// do not change once placed, so it is computed once.
-	heldCache map[*cluster.Assignment]int64
+	// heldCache is the GPU milli each job holds, with the assignments it
+	// was computed from: an assignment does not change once placed, so
+	// the sum holds while the job's assignments are the same ones.
+	heldCache map[*Job]heldEntry
 	cycles    int
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
@@ -72,6 +73,20 @@ type Scheduler struct {
 	// checked caches each job's validation against the cluster: a job is
 	// validated once (again if rebuilt under its ID with other tasks).
 	checked map[string]validity
+	// capacity is the cluster's capacity for validating jobs, for the node
+	// set capacityFor: a light cycle for one new job would otherwise read
+	// every node.
+	capacity    *workload.Capacity
+	capacityFor *cluster.NodeSet
+}
+
+// capacityOf returns engine.CapacityOf(st), cached while the nodes stay
+// the same.
+func (s *Scheduler) capacityOf(st *cluster.State) *workload.Capacity {
+	if s.capacity == nil || s.capacityFor != st.NodeSet() {
+		s.capacity, s.capacityFor = engine.CapacityOf(st), st.NodeSet()
+	}
+	return s.capacity
 }
 
 // validity is a job's validation: why it can never run, or "".
@@ -103,7 +118,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
-		heldCache: map[*cluster.Assignment]int64{}, searchBackoff: map[string]time.Duration{},
+		heldCache: map[*Job]heldEntry{}, searchBackoff: map[string]time.Duration{},
 		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
 		reqCache: map[string]reqEntry{},
 	}
@@ -196,36 +211,35 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		c.teams[in.Teams[i].Name] = &in.Teams[i]
 	}
 	c.held = make(map[*Job]int64, len(in.Jobs))
-	// Assignments of finished jobs linger in heldCache; drop them now and
+	// Entries of finished jobs linger in heldCache; drop them now and
 	// then rather than rebuilding the map every cycle.
 	s.cycles++
 	prune := s.cycles%256 == 0
-	var next map[*cluster.Assignment]int64
+	var next map[*Job]heldEntry
 	if prune {
-		next = make(map[*cluster.Assignment]int64, len(s.heldCache))
+		next = make(map[*Job]heldEntry, len(s.heldCache))
 	}
 	for _, j := range in.Jobs {
 		c.byID[j.ID()] = j
-		var h int64
-		for _, a := range j.Placed {
-			if a == nil {
-				continue
-			}
-			v, ok := s.heldCache[a]
-			if !ok {
-				if n := in.Cluster.NodeByName(a.Node); n != nil {
-					v = int64(a.GPUMilli(n))
+		e, ok := s.heldCache[j]
+		if !ok || !samePlacement(e.placed, j.Placed) {
+			e = heldEntry{placed: append([]*cluster.Assignment(nil), j.Placed...)}
+			for _, a := range j.Placed {
+				if a == nil {
+					continue
 				}
-				s.heldCache[a] = v
+				if n := in.Cluster.NodeByName(a.Node); n != nil {
+					e.milli += int64(a.GPUMilli(n))
+				}
 			}
-			if prune {
-				next[a] = v
-			}
-			h += v
+			s.heldCache[j] = e
 		}
-		if h > 0 {
-			c.held[j] = h
-			c.usage[j.Spec.Team] += h
+		if prune {
+			next[j] = e
+		}
+		if e.milli > 0 {
+			c.held[j] = e.milli
+			c.usage[j.Spec.Team] += e.milli
 		}
 	}
 	if prune {
@@ -233,6 +247,25 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		s.forgetGone(c)
 	}
 	return c
+}
+
+type heldEntry struct {
+	placed []*cluster.Assignment
+	milli  int64
+}
+
+// samePlacement reports whether a and b hold the same assignments, task
+// by task.
+func samePlacement(a, b []*cluster.Assignment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // settlePromises forgets promises whose victims have all left. The nodes
@@ -274,7 +307,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	v, ok := s.checked[j.ID()]
 	if !ok || v.tasks != firstTask(j) {
 		if c.capacity == nil { // only new jobs need it
-			c.capacity = engine.CapacityOf(c.in.Cluster)
+			c.capacity = s.capacityOf(c.in.Cluster)
 		}
 		v = validity{tasks: firstTask(j)}
 		if err := j.Spec.Validate(c.capacity); err != nil {

@@ -142,3 +142,22 @@ func TestAnInvalidJobRebuiltValidRuns(t *testing.T) {
 		t.Fatalf("rebuilt x (2 GPUs): starts %+v, want it started", starts)
 	}
 }
+
+func TestValidationFollowsTheNodes(t *testing.T) {
+	// On 4-GPU nodes a job of 8 GPUs can never run. When the world's
+	// nodes change (a Kubernetes node joins), the same scheduler validates
+	// new jobs against the new nodes.
+	small := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+	sch := newScheduler(t, "partita", small)
+	w := newWorld(t, small, sch)
+	w.submit(job("x").gpus(8))
+	if got := reasonOf(w.cycle(), "x"); !strings.HasPrefix(got, WaitInvalidSpec) {
+		t.Fatalf("x (8 GPUs on 4-GPU nodes) waits %q, want %q…", got, WaitInvalidSpec)
+	}
+	big := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	w2 := newWorld(t, big, sch).at(time.Minute)
+	w2.submit(job("y").gpus(8))
+	if starts := startsOf(w2.cycle(), "y"); len(starts) != 1 {
+		t.Fatalf("y (8 GPUs on an 8-GPU node): starts %+v, want it started", starts)
+	}
+}
