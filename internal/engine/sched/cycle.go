@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math/rand"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -144,6 +145,8 @@ type cycle struct {
 	failed    map[string]string
 	noVictims map[string]bool
 	searches  int
+	// nodesOf[i] lists the nodes in.Jobs[i] holds, by position.
+	nodesOf [][]int
 	// held is what each job holds now, in GPU milli; lowest the lowest
 	// class each team runs (mayPreempt), computed when first needed.
 	held   map[*Job]int64
@@ -219,21 +222,26 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	if prune {
 		next = make(map[*Job]heldEntry, len(s.heldCache))
 	}
-	for _, j := range in.Jobs {
+	c.nodesOf = make([][]int, len(in.Jobs))
+	for k, j := range in.Jobs {
 		c.byID[j.ID()] = j
 		e, ok := s.heldCache[j]
-		if !ok || !samePlacement(e.placed, j.Placed) {
-			e = heldEntry{placed: append([]*cluster.Assignment(nil), j.Placed...)}
+		if !ok || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
+			e = heldEntry{placed: append([]*cluster.Assignment(nil), j.Placed...), set: in.Cluster.NodeSet()}
 			for _, a := range j.Placed {
 				if a == nil {
 					continue
 				}
-				if n := in.Cluster.NodeByName(a.Node); n != nil {
-					e.milli += int64(a.GPUMilli(n))
+				if i, ok := in.Cluster.Lookup(a.Node); ok {
+					e.milli += int64(a.GPUMilli(in.Cluster.Node(i)))
+					if !slices.Contains(e.nodes, i) {
+						e.nodes = append(e.nodes, i)
+					}
 				}
 			}
 			s.heldCache[j] = e
 		}
+		c.nodesOf[k] = e.nodes
 		if prune {
 			next[j] = e
 		}
@@ -251,7 +259,9 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 
 type heldEntry struct {
 	placed []*cluster.Assignment
+	set    *cluster.NodeSet // the node set nodes index
 	milli  int64
+	nodes  []int // the nodes the job holds, by position in the cluster
 }
 
 // samePlacement reports whether a and b hold the same assignments, task

@@ -43,13 +43,20 @@ func (s *Scheduler) refreshReservation(c *cycle) {
 // readyAt is the latest declared end of the running work on nodes, or 0
 // when some of it has no estimate.
 func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
+	// By node position, not name: this reads every running job's nodes.
+	reserved := make([]bool, c.in.Cluster.Len())
+	for name := range nodes {
+		if i, ok := c.in.Cluster.Lookup(name); ok {
+			reserved[i] = true
+		}
+	}
 	var ready time.Duration
-	for _, j := range c.in.Jobs {
+	for k, j := range c.in.Jobs {
 		if j.Phase == Pending {
 			continue
 		}
-		for _, a := range j.Placed {
-			if a == nil || !nodes[a.Node] {
+		for _, i := range c.nodesOf[k] {
+			if !reserved[i] {
 				continue
 			}
 			if j.Estimate == 0 {
