@@ -159,7 +159,14 @@ type cycle struct {
 // preemptKey identifies jobs whose victim searches would find the same:
 // the same shape, class, team standing.
 func (s *Scheduler) preemptKey(c *cycle, j *Job) string {
-	return s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(withinGuarantee(c, j))
+	return s.shape(j).keys[boolIndex(withinGuarantee(c, j))]
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Cycle decides what to start, preempt and re-partition now.
@@ -344,7 +351,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	// guarantees), and whether j may backfill before a reservation. (Not
 	// the estimate itself: with it in the key, no two jobs shared one, and
 	// a backlog of thousands cost a placement each, every cycle.)
-	key := s.shapeOf(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|" + strconv.FormatBool(s.backfills(c, j))
+	key := s.shape(j).keys[boolIndex(s.backfills(c, j))]
 	why, failed := c.failed[key]
 	if s.holdsNodes(j) {
 		// Nodes kept for j (its promise, its reservation) were closed to
@@ -654,6 +661,11 @@ type shapeEntry struct {
 	id     taskSet
 	key    string
 	demand int64
+	// keys are key|class|team|false and key|class|team|true: the keys of
+	// the failed-shape memo (the bool: may backfill) and of victim
+	// searches (the bool: within the guarantee), built once, not on each
+	// of a backlog's memo hits.
+	keys [2]string
 }
 
 // taskSet identifies a job's pending tasks: which ones, of which task
@@ -687,7 +699,9 @@ func (s *Scheduler) shape(j *Job) shapeEntry {
 	if e, hit := s.shapes[j.ID()]; ok && hit && e.id == ts {
 		return e
 	}
-	e := shapeEntry{ts, shapeKey(j), demand(j)}
+	e := shapeEntry{id: ts, key: shapeKey(j), demand: demand(j)}
+	prefix := e.key + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
+	e.keys = [2]string{prefix + "false", prefix + "true"}
 	if ok {
 		s.shapes[j.ID()] = e
 	}
