@@ -42,7 +42,12 @@ type Config struct {
 	// Preempt: higher classes and teams reclaiming their guarantee evict
 	// victims.
 	Preempt bool
-	Grace   time.Duration
+	// ProtectProduction: best-effort work reclaiming its team's guarantee
+	// does not evict another team's production. (Without it, on the
+	// default scenario, research's experiments and search's services
+	// evicted each other hundreds of times a week: docs/mixed.md.)
+	ProtectProduction bool
+	Grace             time.Duration
 	// MIG: re-partition free regions of MIG-capable GPUs as demand shifts,
 	// and place memory profiles on MIG slices rather than shares.
 	MIG bool
@@ -81,6 +86,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 	case "partita":
 		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, FairShare, true, true
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
+		c.ProtectProduction = true
 		c.Reserve, c.ReserveAfter = true, 10*time.Minute
 	default:
 		return Config{}, fmt.Errorf("unknown scheduler %q (known: naive, gang-drf, partita)", name)

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,7 +181,8 @@ func TestReclaim(t *testing.T) {
 		run     func(w *world)
 		pending *jobBuilder
 		victims []string
-		reason  string // in the preemption's Reason
+		reason  string   // in the preemption's Reason
+		only    []string // the presets the case is for (nil: partita and gang-drf)
 	}{
 		{
 			name:    "a team within its guarantee evicts a borrowing team's job of the same class",
@@ -226,10 +228,20 @@ func TestReclaim(t *testing.T) {
 			pending: job("a-job").team("a").gpus(2),
 		},
 		{
-			name:    "best-effort work does not evict production, even to reclaim",
+			name:    "best-effort work does not evict production, even to reclaim (ProtectProduction)",
 			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").burst(8)},
 			run:     func(w *world) { w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3") },
 			pending: job("a-job").team("a").bestEffort().gpus(2),
+			only:    []string{"partita"},
+		},
+		{
+			name:    "without ProtectProduction, best-effort work reclaims from production",
+			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").burst(8)},
+			run:     func(w *world) { w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3") },
+			pending: job("a-job").team("a").bestEffort().gpus(2),
+			victims: []string{"b-serve"},
+			reason:  "team a reclaims its guarantee for a-job",
+			only:    []string{"gang-drf"},
 		},
 		{
 			name:  "a borrowing team loses only jobs it holds beyond its guarantee",
@@ -270,6 +282,9 @@ func TestReclaim(t *testing.T) {
 	}
 	for _, tc := range tests {
 		for _, preset := range []string{"partita", "gang-drf"} {
+			if tc.only != nil && !slices.Contains(tc.only, preset) {
+				continue
+			}
 			t.Run(preset+"/"+tc.name, func(t *testing.T) {
 				st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
 				w := newWorld(t, st, newScheduler(t, preset, st), tc.teams...).at(hour)
