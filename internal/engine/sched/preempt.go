@@ -79,9 +79,12 @@ func runningSummary(c *cycle) map[string]workload.Class {
 //
 // A team is never taken below its own guarantee for another team, except
 // by production work, within its own team's guarantee, evicting a lower
-// class. (Production beyond its team's guarantee is borrowing: it must not
+// class, and by reclaim evicting a batch or best-effort job that straddles
+// its team's guarantee (partly borrowed; ranked after every job that is
+// not). (Production beyond its team's guarantee is borrowing: it must not
 // take a guarantee from another team, or the two evict each other in
-// turn.)
+// turn.) With ProtectProduction, best-effort work does not evict another
+// team's production at all.
 func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if v.Phase != Running || v.ID() == j.ID() {
 		return false
