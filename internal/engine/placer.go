@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -22,6 +23,7 @@ type Placer struct {
 	rng      *rand.Rand
 	headroom float64
 	migOnly  bool
+	brief    bool
 
 	classes map[requestKey]int
 	cache   [][]verdict // [class][node position]
@@ -58,6 +60,16 @@ func (p *Placer) SetHeadroom(h float64) { p.headroom = h }
 // SetMIGOnly makes memory profiles take MIG instances on MIG-capable
 // models (see Request.MIGOnly).
 func (p *Placer) SetMIGOnly(on bool) { p.migOnly = on }
+
+// ErrNoFit is what a placer with brief failures returns when a task fits
+// nowhere, instead of a *Failure.
+var ErrNoFit = errors.New("no node fits the task")
+
+// SetBriefFailures makes a failed placement return ErrNoFit instead of a
+// *Failure counting why each node was ruled out: a scheduling cycle that
+// only needs to know that a job did not fit spent a third of each failed
+// placement counting reasons.
+func (p *Placer) SetBriefFailures(on bool) { p.brief = on }
 
 // Failure says why a task fits nowhere: how many nodes were ruled out for
 // each reason.
@@ -133,6 +145,9 @@ func (p *Placer) PlaceIn(st *cluster.State, r *Request, allowed func(*cluster.No
 		best = p.argmax(st, r, verdicts, feasible)
 	}
 	if best < 0 {
+		if p.brief {
+			return cluster.Assignment{}, ErrNoFit
+		}
 		return cluster.Assignment{}, failure(r, verdicts, feasible)
 	}
 	n := st.Node(best)
@@ -251,12 +266,23 @@ func (p *Placer) slot(r *Request, nodes int) []verdict {
 // clone of st: all of them or none. It returns the assignments and the
 // clone with them applied, which the caller may adopt.
 func (p *Placer) PlaceAll(st *cluster.State, reqs []*Request, allowed func(*cluster.Node) bool) ([]cluster.Assignment, *cluster.State, error) {
+	if len(reqs) == 0 {
+		return nil, st.Clone(), nil
+	}
+	// The first task is placed on st itself (placing does not change the
+	// state): most attempts that fail, fail there, before a clone.
+	first, err := p.PlaceIn(st, reqs[0], allowed)
+	if err != nil {
+		return nil, nil, err
+	}
 	trial := st.Clone()
 	out := make([]cluster.Assignment, 0, len(reqs))
-	for _, r := range reqs {
-		a, err := p.PlaceIn(trial, r, allowed)
-		if err != nil {
-			return nil, nil, err
+	for k, r := range reqs {
+		a := first
+		if k > 0 {
+			if a, err = p.PlaceIn(trial, r, allowed); err != nil {
+				return nil, nil, err
+			}
 		}
 		if err := trial.Allocate(a); err != nil {
 			return nil, nil, fmt.Errorf("task %s: %w", r.Task.Name, err)

@@ -197,6 +197,41 @@ func TestPlacerExplainsAFailureWithCountsPerReason(t *testing.T) {
 	}
 }
 
+func TestBriefFailuresSayOnlyThatNothingFits(t *testing.T) {
+	st := world(t, node("small").cpu(1000).gpus(1, "V100-16GB"), node("cpu-only"))
+	p := NewPlacer(Policy{Name: "test"}, rand.New(rand.NewSource(1)))
+	p.SetBriefFailures(true)
+	big := task("t").cpu(4000).share(500).build()
+	if _, err := p.Place(st, big); !errors.Is(err, ErrNoFit) {
+		t.Errorf("Place error = %v; want ErrNoFit", err)
+	}
+	// PlaceAll too, whichever task fails, and a fit is still a fit.
+	r, err := p.Request(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := p.Request(task("s").cpu(500).share(500).build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reqs := range [][]*Request{{r}, {small, r}} {
+		if _, _, err := p.PlaceAll(st, reqs, nil); !errors.Is(err, ErrNoFit) {
+			t.Errorf("PlaceAll of %d tasks: error = %v; want ErrNoFit", len(reqs), err)
+		}
+	}
+	small2, err := p.Request(task("s2").cpu(500).share(500).build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, trial, err := p.PlaceAll(st, []*Request{small, small2}, nil)
+	if err != nil || len(as) != 2 || trial == st {
+		t.Fatalf("PlaceAll of two small tasks = %v, %v; want both placed on a trial state", as, err)
+	}
+	if st.Node(0).GPUs[0].Used() != 0 {
+		t.Error("PlaceAll changed the state it was given")
+	}
+}
+
 func TestPlacerFailsOnAnEmptyCluster(t *testing.T) {
 	st := world(t)
 	_, err := NewPlacer(Policy{Name: "test"}, rand.New(rand.NewSource(1))).Place(st, task("t").build())

@@ -113,6 +113,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 	p := engine.NewPlacer(cfg.Placement, rng)
 	p.SetHeadroom(cfg.Headroom)
 	p.SetMIGOnly(cfg.MIG)
+	p.SetBriefFailures(true) // a cycle only asks whether a job fits
 	return &Scheduler{
 		cfg: cfg, placer: p,
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, checked: map[string]validity{},
