@@ -225,7 +225,10 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// Entries of finished jobs linger in heldCache; drop them now and
 	// then rather than rebuilding the map every cycle.
 	s.cycles++
-	prune := s.cycles%256 == 0
+	// A world that builds its Jobs anew each cycle (Kubernetes does) leaves
+	// an entry per job per cycle: prune as soon as those outnumber the
+	// live ones.
+	prune := s.cycles%256 == 0 || len(s.heldCache) > 2*len(in.Jobs)+1024
 	var next map[*Job]heldEntry
 	if prune {
 		next = make(map[*Job]heldEntry, len(s.heldCache))

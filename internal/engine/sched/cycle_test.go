@@ -161,3 +161,21 @@ func TestValidationFollowsTheNodes(t *testing.T) {
 		t.Fatalf("y (8 GPUs on an 8-GPU node): starts %+v, want it started", starts)
 	}
 }
+
+func TestCachesStayBoundedWhenJobsAreRebuiltEachCycle(t *testing.T) {
+	// The Kubernetes world builds every Job anew for each cycle; what the
+	// scheduler keeps per Job must not grow with the number of cycles.
+	st := fleet(t).nodes(2).gpus(8, "H100-80GB").build()
+	sch := newScheduler(t, "partita", st)
+	const jobs = 10
+	for cycle := 0; cycle < 300; cycle++ {
+		w := newWorld(t, st.Clone(), sch).at(time.Duration(cycle) * time.Second)
+		for i := 0; i < jobs; i++ {
+			w.running(job("j"+itoa(i)).team("a").gpus(1), 0, 0, "n"+itoa(1+i%2)+":"+itoa(i/2))
+		}
+		w.decide()
+		if got, limit := len(sch.heldCache), 3*jobs+1024; got > limit {
+			t.Fatalf("cycle %d: %d entries kept for %d jobs (limit %d)", cycle, got, jobs, limit)
+		}
+	}
+}
