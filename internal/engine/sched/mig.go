@@ -225,6 +225,13 @@ func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where fu
 		free, idle []int
 		mig        int
 	}
+	whole := false
+	for _, r := range reqs {
+		whole = whole || r.Kind == workload.WholeGPUs
+	}
+	if !whole || !s.anyIdleMIG(c, where) {
+		return false // nothing to turn whole: skip building the candidates
+	}
 	var cands []*cand
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
@@ -273,6 +280,21 @@ func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where fu
 		best.free = best.free[min(r.Count, len(best.free)):]
 	}
 	return asked
+}
+
+// anyIdleMIG reports whether some node where allows has a MIG GPU that
+// migOffFor could turn whole.
+func (s *Scheduler) anyIdleMIG(c *cycle, where func(*cluster.Node) bool) bool {
+	for i := 0; i < c.st.Len(); i++ {
+		n := c.st.Node(i)
+		for k := range n.GPUs {
+			g := &n.GPUs[k]
+			if g.MIG && !g.Cordoned() && g.Idle() && s.cooled(c, n.Name, k) && (where == nil || where(n)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // apply records a change, applies it to the plan and cordons the GPU so
