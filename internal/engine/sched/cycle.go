@@ -56,7 +56,9 @@ type Scheduler struct {
 	// heldCache is the GPU milli each job holds, with the assignments it
 	// was computed from: an assignment does not change once placed, so
 	// the sum holds while the job's assignments are the same ones.
-	heldCache map[*Job]heldEntry
+	heldCache map[*Job]*heldEntry
+	// byID indexes the jobs of heldCache by ID (cycle.job).
+	byID map[string]*Job
 	cycles    int
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
@@ -120,7 +122,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
-		heldCache: map[*Job]heldEntry{}, searchBackoff: map[string]time.Duration{},
+		heldCache: map[*Job]*heldEntry{}, byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{},
 		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
 		reqCache: map[string]reqEntry{},
 	}
@@ -136,7 +138,6 @@ type cycle struct {
 	st       *cluster.State // the plan so far, on a clone
 	teams    map[string]*Team
 	usage    map[string]int64 // GPU milli held per team
-	byID     map[string]*Job
 	d        Decision
 	capacity *workload.Capacity
 	// failed remembers job shapes that fitted nowhere this cycle: within a
@@ -148,9 +149,8 @@ type cycle struct {
 	searches  int
 	// nodesOf[i] lists the nodes in.Jobs[i] holds, by position.
 	nodesOf [][]int
-	// held is what each job holds now, in GPU milli; lowest the lowest
-	// class each team runs (mayPreempt), computed when first needed.
-	held   map[*Job]int64
+	// lowest is the lowest class each team runs (mayPreempt), computed
+	// when first needed.
 	lowest map[string]workload.Class
 	// free is freeMilli of the plan, computed when first needed (-1, also
 	// after each change of the plan).
@@ -189,7 +189,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 				continue
 			}
 			seen[id] = true
-			if j, ok := c.byID[id]; ok && j.Phase == Pending {
+			if j, ok := c.job(id); ok && j.Phase == Pending {
 				if reason := s.consider(c, j); reason != "" {
 					c.d.Waiting[id] = Wait{Reason: reason}
 				}
@@ -215,13 +215,12 @@ func (s *Scheduler) Cycle(in Input) Decision {
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
 		sch: s, in: in, free: -1, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
-		byID: make(map[string]*Job, len(in.Jobs)), d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
+		d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
 		noVictims: map[string]bool{},
 	}
 	for i := range in.Teams {
 		c.teams[in.Teams[i].Name] = &in.Teams[i]
 	}
-	c.held = make(map[*Job]int64, len(in.Jobs))
 	// Entries of finished jobs linger in heldCache; drop them now and
 	// then rather than rebuilding the map every cycle.
 	s.cycles++
@@ -229,16 +228,16 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// an entry per job per cycle: prune as soon as those outnumber the
 	// live ones.
 	prune := s.cycles%256 == 0 || len(s.heldCache) > 2*len(in.Jobs)+1024
-	var next map[*Job]heldEntry
-	if prune {
-		next = make(map[*Job]heldEntry, len(s.heldCache))
-	}
 	c.nodesOf = make([][]int, len(in.Jobs))
 	for k, j := range in.Jobs {
-		c.byID[j.ID()] = j
-		e, ok := s.heldCache[j]
-		if !ok || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
-			e = heldEntry{placed: append([]*cluster.Assignment(nil), j.Placed...), set: in.Cluster.NodeSet()}
+		e := s.heldCache[j]
+		if e == nil {
+			// A Job not seen before: index it by ID. (Rebuilding that
+			// index every cycle was a tenth of a cycle on a backlog.)
+			s.byID[j.ID()] = j
+		}
+		if e == nil || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
+			e = &heldEntry{placed: append([]*cluster.Assignment(nil), j.Placed...), set: in.Cluster.NodeSet()}
 			for _, a := range j.Placed {
 				if a == nil {
 					continue
@@ -252,25 +251,52 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			}
 			s.heldCache[j] = e
 		}
+		e.seen = s.cycles
 		c.nodesOf[k] = e.nodes
-		if prune {
-			next[j] = e
-		}
 		if e.milli > 0 {
-			c.held[j] = e.milli
 			c.usage[j.Spec.Team] += e.milli
 		}
 	}
 	if prune {
-		s.heldCache = next
+		for j, e := range s.heldCache {
+			if e.seen != s.cycles {
+				delete(s.heldCache, j)
+			}
+		}
+		for id, j := range s.byID {
+			if e := s.heldCache[j]; e == nil || j.ID() != id {
+				delete(s.byID, id)
+			}
+		}
 		s.forgetGone(c)
 	}
 	return c
 }
 
+// job returns the job of the input with that ID.
+func (c *cycle) job(id string) (*Job, bool) {
+	j, ok := c.sch.byID[id]
+	if !ok {
+		return nil, false
+	}
+	if e := c.sch.heldCache[j]; e == nil || e.seen != c.sch.cycles {
+		return nil, false // gone, or replaced by another Job of that ID
+	}
+	return j, true
+}
+
+// heldOf is the GPU milli j holds (j from the input).
+func (c *cycle) heldOf(j *Job) int64 {
+	if e := c.sch.heldCache[j]; e != nil {
+		return e.milli
+	}
+	return 0
+}
+
 type heldEntry struct {
 	placed []*cluster.Assignment
 	set    *cluster.NodeSet // the node set nodes index
+	seen   int              // the last cycle whose input had the job
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
 }
@@ -299,7 +325,7 @@ func (s *Scheduler) settlePromises(c *cycle) {
 		}
 	}
 	for job, victims := range s.promised {
-		j, ok := c.byID[job]
+		j, ok := c.job(job)
 		if !ok || j.Phase != Pending {
 			delete(s.promised, job)
 			delete(s.promisedNodes, job)
@@ -307,7 +333,7 @@ func (s *Scheduler) settlePromises(c *cycle) {
 		}
 		alive := victims[:0]
 		for _, v := range victims {
-			if vj, ok := c.byID[v]; ok && vj.Phase == Terminating {
+			if vj, ok := c.job(v); ok && vj.Phase == Terminating {
 				alive = append(alive, v)
 			}
 		}
@@ -740,17 +766,17 @@ func productionClass() workload.Class { return workload.Production }
 // grow without end.
 func (s *Scheduler) forgetGone(c *cycle) {
 	for id := range s.checked {
-		if _, ok := c.byID[id]; !ok {
+		if _, ok := c.job(id); !ok {
 			delete(s.checked, id)
 		}
 	}
 	for id := range s.shapes {
-		if _, ok := c.byID[id]; !ok {
+		if _, ok := c.job(id); !ok {
 			delete(s.shapes, id)
 		}
 	}
 	for id := range s.reqCache {
-		if _, ok := c.byID[id]; !ok {
+		if _, ok := c.job(id); !ok {
 			delete(s.reqCache, id)
 		}
 	}
@@ -761,14 +787,14 @@ func (s *Scheduler) forgetGone(c *cycle) {
 	}
 	for _, m := range []map[string]int{s.attempts, s.rounds} {
 		for id := range m {
-			if _, ok := c.byID[id]; !ok {
+			if _, ok := c.job(id); !ok {
 				delete(m, id)
 			}
 		}
 	}
 	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff} {
 		for id := range m {
-			if _, ok := c.byID[id]; !ok {
+			if _, ok := c.job(id); !ok {
 				delete(m, id)
 			}
 		}

@@ -98,7 +98,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	}
 	keepsGuarantee := true
 	if t, ok := c.teams[v.Spec.Team]; ok {
-		keepsGuarantee = c.usage[v.Spec.Team]-c.held[v] >= t.Guarantee
+		keepsGuarantee = c.usage[v.Spec.Team]-c.heldOf(v) >= t.Guarantee
 	}
 	if lower && (keepsGuarantee || j.Spec.Class == workload.Production && withinGuarantee(c, j)) {
 		return true
@@ -119,7 +119,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 // guarantee.
 func straddles(c *cycle, v *Job) bool {
 	t, ok := c.teams[v.Spec.Team]
-	return ok && c.usage[v.Spec.Team]-c.held[v] < t.Guarantee
+	return ok && c.usage[v.Spec.Team]-c.heldOf(v) < t.Guarantee
 }
 
 // victims finds the running jobs to evict so that j fits, losing the least:
@@ -139,7 +139,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	// Even evicting every candidate would not free enough: do not search.
 	var freeable int64
 	for _, v := range cands {
-		freeable += c.held[v]
+		freeable += c.heldOf(v)
 	}
 	if freeable+c.freeNow()+roundingSlack < c.demandOf(j) {
 		return nil, nil
@@ -158,7 +158,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	}
 	rs := make([]ranked, len(cands))
 	for i, v := range cands {
-		rs[i] = ranked{v, borrowing(c, v.Spec.Team), straddles(c, v), now - v.Checkpoint, c.held[v]}
+		rs[i] = ranked{v, borrowing(c, v.Spec.Team), straddles(c, v), now - v.Checkpoint, c.heldOf(v)}
 	}
 	sort.SliceStable(rs, func(a, b int) bool {
 		x, y := &rs[a], &rs[b]
@@ -192,7 +192,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		// would the search, after dozens of placements.
 		var freeable int64
 		for _, v := range cands {
-			freeable += c.held[v]
+			freeable += c.heldOf(v)
 		}
 		if freeable+c.freeNow()+roundingSlack < c.demandOf(j) {
 			return nil, nil
@@ -228,7 +228,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	var chosen []*Job
 	fits := false
 	for _, v := range cands {
-		held := c.held[v]
+		held := c.heldOf(v)
 		if err := release(trial, v); err != nil {
 			continue
 		}
@@ -493,7 +493,7 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 			if best != nil && cost >= bestCost {
 				break
 			}
-			held := c.held[v]
+			held := c.heldOf(v)
 			if err := release(trial, v); err != nil {
 				continue
 			}

@@ -42,7 +42,7 @@ func (s *Scheduler) withinQuota(c *cycle, j *Job) bool {
 	}
 	need := c.usage[j.Spec.Team] + c.demandOf(j)
 	if hid, held := s.quotaHold[j.Spec.Team]; held && hid != j.ID() {
-		if h, ok := c.byID[hid]; ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class {
+		if h, ok := c.job(hid); ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class {
 			need += c.demandOf(h)
 		}
 	}
@@ -61,7 +61,7 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 		return // it can never fit its team's quota; holding would block the team for ever
 	}
 	if hid, held := s.quotaHold[j.Spec.Team]; held {
-		if h, ok := c.byID[hid]; ok && h.Phase == Pending {
+		if h, ok := c.job(hid); ok && h.Phase == Pending {
 			return
 		}
 	}

@@ -33,7 +33,7 @@ func (s *Scheduler) refreshReservation(c *cycle) {
 	if r == nil {
 		return
 	}
-	if j, ok := c.byID[r.job]; !ok || j.Phase != Pending {
+	if j, ok := c.job(r.job); !ok || j.Phase != Pending {
 		s.reservation = nil
 		return
 	}
@@ -202,7 +202,7 @@ func (s *Scheduler) reserve(c *cycle, j *Job, reqs []*engine.Request) {
 // beats a borrower whatever the classes, both ways; otherwise the holder
 // must be of j's class or higher.
 func (s *Scheduler) outranks(c *cycle, holder string, j *Job) bool {
-	h, ok := c.byID[holder]
+	h, ok := c.job(holder)
 	if !ok || h.Phase != Pending {
 		return false // the holder has gone: nothing is held for it
 	}

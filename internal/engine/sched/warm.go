@@ -31,7 +31,7 @@ type warmKey struct {
 // noteStarts remembers the MIG profiles production work just started.
 func (s *Scheduler) noteStarts(c *cycle) {
 	for _, st := range c.d.Starts {
-		j := c.byID[st.Job]
+		j, _ := c.job(st.Job)
 		if j == nil || j.Spec.Class < productionClass() {
 			continue
 		}
