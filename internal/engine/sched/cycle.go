@@ -58,8 +58,8 @@ type Scheduler struct {
 	// the sum holds while the job's assignments are the same ones.
 	heldCache map[*Job]*heldEntry
 	// byID indexes the jobs of heldCache by ID (cycle.job).
-	byID map[string]*Job
-	cycles    int
+	byID   map[string]*Job
+	cycles int
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
