@@ -194,7 +194,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		for _, v := range cands {
 			freeable += c.heldOf(v)
 		}
-		if freeable+c.freeNow()+roundingSlack < c.demandOf(j) {
+		if freeable+c.freeNow()+roundingSlack < c.demandOf(j) || !s.wholeRoomAfter(c, reqs, cands) {
 			return nil, nil
 		}
 	}
@@ -462,7 +462,17 @@ func (s *Scheduler) wholeIdle(c *cycle, st *cluster.State, node string) {
 // returns those victims and the node.
 func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, cands []*Job) ([]*Job, map[string]bool) {
 	allowed := s.candidates(c, j, reqs)
-	where := allowed[len(allowed)-1]
+	best, node := s.cheapestNode(c, c.st, reqs, c.demandOf(j), cands, allowed[len(allowed)-1])
+	if best == nil {
+		return nil, nil
+	}
+	return best, map[string]bool{node: true}
+}
+
+// cheapestNode finds the node of base where evicting the cheapest
+// candidates (victimCost, in their order of preference) makes reqs (need
+// GPU milli in all) fit on that one node.
+func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.Request, need int64, cands []*Job, where func(*cluster.Node) bool) ([]*Job, string) {
 	onNode := map[string][]*Job{}
 	var nodes []string
 	for _, v := range cands {
@@ -480,15 +490,15 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 	var best []*Job
 	bestNode, bestCost := "", 0
 	for _, node := range nodes {
-		n := c.st.NodeByName(node)
+		n := base.NodeByName(node)
 		if n == nil || where != nil && !where(n) {
 			continue
 		}
 		only := func(x *cluster.Node) bool { return x.Name == node }
-		trial := c.st.Clone()
+		trial := base.Clone()
 		var chosen []*Job
 		cost := 0
-		short := c.demandOf(j) - int64(n.GPUFreeMilli()) - migFreeMilli(n)
+		short := need - int64(n.GPUFreeMilli()) - migFreeMilli(n)
 		for _, v := range onNode[node] {
 			if best != nil && cost >= bestCost {
 				break
@@ -515,10 +525,7 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 			}
 		}
 	}
-	if best == nil {
-		return nil, nil
-	}
-	return best, map[string]bool{bestNode: true}
+	return best, bestNode
 }
 
 // victimCost weighs a victim in victimsOnOneNode: one that would take its
