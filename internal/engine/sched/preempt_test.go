@@ -571,3 +571,31 @@ func TestWholeRoomAfterBoundsTheSearch(t *testing.T) {
 		t.Errorf("victims %v, want [b-n1] for seven (and none for the gang)", victimsOf(d))
 	}
 }
+
+func TestAGangOfWholeNodesReclaimsNodeByNode(t *testing.T) {
+	// Team b borrows five 8-GPU nodes with 1-GPU jobs whose checkpoints
+	// interleave the nodes, so the first maxVictims in victim order leave
+	// every node a GPU short. Team a asks for its guarantee as a gang of
+	// two 8-GPU tasks: the search must clear two nodes, 16 victims.
+	st := fleet(t).nodes(5).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(16).burst(16), team("b").burst(40)).at(hour)
+	for i := 0; i < 8; i++ {
+		for k := 1; k <= 5; k++ {
+			checkpoint := hour - time.Duration(i*5+k)*time.Minute
+			w.running(job("b-"+itoa(k)+"-"+itoa(i)).team("b"), 0, checkpoint, "n"+itoa(k)+":"+itoa(i))
+		}
+	}
+	w.submit(job("tune").team("a").gang(2).gpus(8).submitted(hour))
+	d := w.decide()
+	victims := victimsOf(d)
+	if len(victims) != 16 {
+		t.Fatalf("%d victims %v, want the 16 jobs of two nodes; tune waits %q", len(victims), victims, reasonOf(d, "tune"))
+	}
+	nodes := map[string]int{}
+	for _, v := range victims {
+		nodes[strings.Split(v, "-")[1]]++
+	}
+	if len(nodes) != 2 {
+		t.Errorf("victims on nodes %v, want two whole nodes", nodes)
+	}
+}
