@@ -228,6 +228,22 @@ func (p *Placer) evaluate(st *cluster.State, r *Request) []verdict {
 	return vs
 }
 
+// Fits reports whether r fits on n: the placer's filters pass there, so
+// placing r with n the only node allowed would succeed. It reads n alone;
+// a search that asks about one node at a time needs no pass over the
+// cluster.
+func (p *Placer) Fits(n *cluster.Node, r *Request) bool {
+	if ok, _ := fits(n, r); !ok {
+		return false
+	}
+	for _, f := range p.policy.Filters {
+		if ok, _ := f.Filter(n, r); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *Placer) judge(n *cluster.Node, r *Request) verdict {
 	if ok, code := fits(n, r); !ok {
 		return verdict{reason: Reason{Filter: "fit", Code: code}}
