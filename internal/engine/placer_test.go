@@ -232,6 +232,29 @@ func TestBriefFailuresSayOnlyThatNothingFits(t *testing.T) {
 	}
 }
 
+func TestFitsAgreesWithPlacingOnThatNodeAlone(t *testing.T) {
+	st := world(t,
+		node("small").cpu(1000).gpus(1, "V100-16GB"),
+		node("cpu-only"),
+		node("big").gpus(2, "V100-32GB"),
+		node("refused").gpus(1, "V100-16GB"),
+	)
+	p := NewPlacer(Policy{Name: "test", Filters: []Filter{refuseNode("refused")}}, rand.New(rand.NewSource(1)))
+	for _, tk := range []workload.Task{task("a").cpu(500).share(500).build(), task("b").cpu(4000).gpus(2).build(), task("c").cpu(100).build()} {
+		r, err := p.Request(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < st.Len(); i++ {
+			n := st.Node(i)
+			_, err := p.PlaceIn(st, r, func(x *cluster.Node) bool { return x.Name == n.Name })
+			if got, want := p.Fits(n, r), err == nil; got != want {
+				t.Errorf("task %s on %s: Fits = %v, placing there alone: %v (%v)", tk.Name, n.Name, got, want, err)
+			}
+		}
+	}
+}
+
 func TestPlacerFailsOnAnEmptyCluster(t *testing.T) {
 	st := world(t)
 	_, err := NewPlacer(Policy{Name: "test"}, rand.New(rand.NewSource(1))).Place(st, task("t").build())
