@@ -16,7 +16,7 @@ import (
 const maxVictims = 32
 
 // maxPerTask is the most tasks a gang may have for victimsPerTask.
-const maxPerTask = 32
+const maxPerTask = 8
 
 // roundingSlack is how far a victim search's milli count may be short and
 // still try a placement: a MIG instance's share is rounded down to milli
@@ -485,9 +485,9 @@ func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, c
 // searches for two 8-GPU tasks found victims. It returns nil when it
 // finds none; victims then searches its own way.
 func (s *Scheduler) victimsPerTask(c *cycle, j *Job, reqs []*engine.Request, cands []*Job) ([]*Job, map[string]bool) {
-	// For a few multi-GPU tasks only: each task is a search over every
-	// node, and a pretraining gang of 64 one-GPU tasks made the week-1000
-	// run several times slower.
+	// For small gangs only: each task is a search over the nodes, and
+	// with gangs of up to 32 tasks a week of week-1000 took more than
+	// twice as long (docs/mixed.md).
 	if len(reqs) > maxPerTask {
 		return nil, nil
 	}
