@@ -213,7 +213,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	convert := s.wantsMIG(reqs)
 	fitsIn := func(st *cluster.State) bool {
 		if convert {
-			s.convertIdle(c, st)
+			s.convertIdle(c, st, "")
 		} else {
 			s.wholeIdle(c, st, "")
 			if !enoughWholeGPUs(st, reqs) {
@@ -293,14 +293,9 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 // placements; on a backlog, gangs owed their guarantee searched every
 // 15 s and found nothing 99% of the time.
 func (s *Scheduler) wholeRoomAfter(c *cycle, reqs []*engine.Request, cands []*Job) bool {
-	least := 0
-	for _, r := range reqs {
-		if r.Kind != workload.WholeGPUs || r.Count < 1 {
-			return true
-		}
-		if least == 0 || r.Count < least {
-			least = r.Count
-		}
+	least := leastWholeGPUs(reqs)
+	if least == 0 {
+		return true
 	}
 	gone := map[string]bool{}
 	for _, v := range cands {
@@ -339,19 +334,29 @@ func (s *Scheduler) wholeRoomAfter(c *cycle, reqs []*engine.Request, cands []*Jo
 	return slots >= len(reqs)
 }
 
+// leastWholeGPUs is the fewest GPUs any of reqs asks for when all ask for
+// whole GPUs, else 0.
+func leastWholeGPUs(reqs []*engine.Request) int {
+	least := 0
+	for _, r := range reqs {
+		if r.Kind != workload.WholeGPUs || r.Count < 1 {
+			return 0
+		}
+		if least == 0 || r.Count < least {
+			least = r.Count
+		}
+	}
+	return least
+}
+
 // enoughWholeGPUs is false when requests for whole GPUs cannot all fit for
 // want of free GPUs, whatever else: a check far cheaper than placing them,
 // made before each attempt while victims are added. It says true for
 // other kinds of requests.
 func enoughWholeGPUs(st *cluster.State, reqs []*engine.Request) bool {
-	least := 0
-	for _, r := range reqs {
-		if r.Kind != workload.WholeGPUs || r.Count < 1 {
-			return true
-		}
-		if least == 0 || r.Count < least {
-			least = r.Count
-		}
+	least := leastWholeGPUs(reqs)
+	if least == 0 {
+		return true
 	}
 	slots := 0
 	for i := 0; i < st.Len() && slots < len(reqs); i++ {
@@ -426,13 +431,16 @@ func (s *Scheduler) wantsMIG(reqs []*engine.Request) bool {
 	return false
 }
 
-// convertIdle turns MIG on, in a trial state, on every idle whole GPU of a
+// convertIdle turns MIG on, in a trial state, on the idle whole GPUs of a
 // MIG-capable model that repartition could change (out of its cooldown:
 // victims freed for a change that cannot come would be evicted for
-// nothing, and evicted again).
-func (s *Scheduler) convertIdle(c *cycle, st *cluster.State) {
+// nothing, and evicted again), on node or, when node is "", everywhere.
+func (s *Scheduler) convertIdle(c *cycle, st *cluster.State, node string) {
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
+		if node != "" && n.Name != node {
+			continue
+		}
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
 			if !g.MIG && g.Model.MIG && g.Idle() && !g.Cordoned() && s.cooled(c, n.Name, k) {
@@ -604,7 +612,7 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 				continue
 			}
 			if s.wantsMIG(reqs) {
-				s.convertIdle(c, trial)
+				s.convertIdle(c, trial, n.Name)
 			} else {
 				s.wholeIdle(c, trial, n.Name)
 			}

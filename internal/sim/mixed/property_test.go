@@ -90,18 +90,7 @@ func TestAGuaranteeIsReclaimedWithinTheWindow(t *testing.T) {
 	if r.GuaranteeViolation != 0 {
 		t.Errorf("guarantee violated for %.0f s", r.GuaranteeViolation)
 	}
-	limit := time.Minute + w.sch.Config().Grace
-	for _, j := range w.jobs {
-		if j.Spec.Team != "b" {
-			continue
-		}
-		if !j.started {
-			t.Fatalf("%s never started", j.ID())
-		}
-		if wait := j.firstRun - j.Submitted; wait > limit {
-			t.Errorf("%s waited %v, more than %v", j.ID(), wait, limit)
-		}
-	}
+	servedWithin(t, w, "b", time.Minute+w.sch.Config().Grace)
 	if r.Preemptions == 0 {
 		t.Error("nothing was preempted: the scenario does not test reclaim")
 	}
@@ -113,10 +102,32 @@ func TestAGuaranteeIsReclaimedWithinTheWindow(t *testing.T) {
 	}
 }
 
+// servedWithin checks that every job of team started, each within limit
+// of its submission.
+func servedWithin(t *testing.T, w *world, team string, limit time.Duration) {
+	t.Helper()
+	for _, j := range w.jobs {
+		if j.Spec.Team != team {
+			continue
+		}
+		if !j.started {
+			t.Fatalf("%s never started", j.ID())
+		}
+		if wait := j.firstRun - j.Submitted; wait > limit {
+			t.Errorf("%s waited %v, more than %v", j.ID(), wait, limit)
+		}
+	}
+}
+
 // runWorld runs a scenario and returns the world too, for its jobs.
 func runWorld(t *testing.T, sc *scenario.Scenario, scheduler string) (*Result, *world) {
 	t.Helper()
-	opt := Options{Scheduler: scheduler, Seed: sc.Seed, Check: true}
+	return runWorldWith(t, sc, Options{Scheduler: scheduler, Seed: sc.Seed, Check: true})
+}
+
+// runWorldWith is runWorld with options of its own.
+func runWorldWith(t *testing.T, sc *scenario.Scenario, opt Options) (*Result, *world) {
+	t.Helper()
 	opt.defaults()
 	w, err := newWorld(sc, opt)
 	if err != nil {
@@ -152,29 +163,9 @@ func TestRunsAreDeterministic(t *testing.T) {
 // must not wait for one or go to someone else meanwhile.
 func TestAJobStartsWhenItsVictimsAreGone(t *testing.T) {
 	sc := load(t, filepath.Join("testdata", "roomready.yaml"))
-	opt := Options{Scheduler: "partita", Seed: sc.Seed, Check: true, Coalesce: 10 * time.Minute}
-	opt.defaults()
-	w, err := newWorld(sc, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.loop(); err != nil {
-		t.Fatal(err)
-	}
-	r := w.metrics.result(w)
+	r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true, Coalesce: 10 * time.Minute})
 	if r.Preemptions != 1 {
 		t.Fatalf("%d preemptions, want 1: the scenario does not test eviction", r.Preemptions)
 	}
-	grace := w.sch.Config().Grace
-	for _, j := range w.jobs {
-		if j.Spec.Team != "b" {
-			continue
-		}
-		if !j.started {
-			t.Fatalf("%s never started", j.ID())
-		}
-		if wait := j.firstRun - j.Submitted; wait > grace {
-			t.Errorf("%s waited %v, more than the victims' grace %v", j.ID(), wait, grace)
-		}
-	}
+	servedWithin(t, w, "b", w.sch.Config().Grace) // the victims' grace, nothing more
 }
