@@ -228,6 +228,20 @@ func (p *Placer) evaluate(st *cluster.State, r *Request) []verdict {
 	return vs
 }
 
+// FitsSomewhere reports whether r fits on some node allowed says yes to
+// (every node when nil), that is whether PlaceIn would succeed. It neither
+// ranks nor picks: a caller about to try r on several subsets of those
+// nodes learns at the cost of one pass that every try would fail.
+func (p *Placer) FitsSomewhere(st *cluster.State, r *Request, allowed func(*cluster.Node) bool) bool {
+	vs := p.evaluate(st, r)
+	for i := range vs {
+		if vs[i].ok && (allowed == nil || allowed(st.Node(i))) {
+			return true
+		}
+	}
+	return false
+}
+
 // Fits reports whether r fits on n: the placer's filters pass there, so
 // placing r with n the only node allowed would succeed. It reads n alone;
 // a search that asks about one node at a time needs no pass over the

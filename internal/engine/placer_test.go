@@ -255,6 +255,40 @@ func TestFitsAgreesWithPlacingOnThatNodeAlone(t *testing.T) {
 	}
 }
 
+func TestFitsSomewhereAgreesWithPlacing(t *testing.T) {
+	st := world(t,
+		node("small").cpu(1000).gpus(1, "V100-16GB"),
+		node("cpu-only"),
+		node("big").gpus(2, "V100-32GB"),
+		node("refused").gpus(1, "V100-16GB"),
+	)
+	p := NewPlacer(Policy{Name: "test", Filters: []Filter{refuseNode("refused")}}, rand.New(rand.NewSource(1)))
+	sets := map[string]func(*cluster.Node) bool{
+		"every node": nil,
+		"not big":    func(n *cluster.Node) bool { return n.Name != "big" },
+		"refused":    func(n *cluster.Node) bool { return n.Name == "refused" },
+	}
+	fitting := 0
+	for _, tk := range []workload.Task{task("a").cpu(500).share(500).build(), task("b").cpu(4000).gpus(2).build(), task("c").cpu(100).build(), task("d").gpus(3).build()} {
+		r, err := p.Request(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, allowed := range sets {
+			_, err := p.PlaceIn(st, r, allowed)
+			if got, want := p.FitsSomewhere(st, r, allowed), err == nil; got != want {
+				t.Errorf("task %s on %s: FitsSomewhere = %v, placing: %v (%v)", tk.Name, name, got, want, err)
+			}
+			if err == nil {
+				fitting++
+			}
+		}
+	}
+	if fitting == 0 || fitting == 12 {
+		t.Fatalf("%d of 12 cases fit: the test needs both kinds", fitting)
+	}
+}
+
 func TestPlacerFailsOnAnEmptyCluster(t *testing.T) {
 	st := world(t)
 	_, err := NewPlacer(Policy{Name: "test"}, rand.New(rand.NewSource(1))).Place(st, task("t").build())

@@ -153,8 +153,16 @@ type cycle struct {
 	// when first needed.
 	lowest map[string]workload.Class
 	// free is freeMilli of the plan, computed when first needed (-1, also
-	// after each change of the plan).
-	free int64
+	// after each change of the plan); leavesByFree the same (leaves).
+	free         int64
+	leavesByFree []string
+	leavesOK     bool
+}
+
+// planChanged forgets what was computed from the plan.
+func (c *cycle) planChanged() {
+	c.free = -1
+	c.leavesOK = false
 }
 
 // preemptKey identifies jobs whose victim searches would find the same:
@@ -484,7 +492,14 @@ func pendingTasks(j *Job) []int {
 // tryStart places tasks idx of j (their requests reqs) on the plan, all of
 // them or none.
 func (s *Scheduler) tryStart(c *cycle, j *Job, idx []int, reqs []*engine.Request) bool {
-	for _, allowed := range s.candidates(c, j, reqs) {
+	widest := s.widest(c, j)
+	// Every candidate narrows the widest: when the first task fits nowhere
+	// there, each placement would fail on it. (A backlog's gangs failed a
+	// placement per leaf switch, every cycle.)
+	if len(reqs) > 1 && !s.placer.FitsSomewhere(c.st, reqs[0], widest) {
+		return false
+	}
+	for _, allowed := range c.narrowed(reqs, widest) {
 		as, trial, err := s.placer.PlaceAll(c.st, reqs, allowed)
 		if err != nil {
 			continue
@@ -500,7 +515,7 @@ func (s *Scheduler) tryStart(c *cycle, j *Job, idx []int, reqs []*engine.Request
 func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment, trial *cluster.State) {
 	before := c.st
 	c.st = trial
-	c.free = -1
+	c.planChanged()
 	for k, i := range idx {
 		a := as[k]
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a, Creates: createsInstance(before, a)})
@@ -559,7 +574,7 @@ func (s *Scheduler) placeOneByOne(c *cycle, j *Job, reqs []*engine.Request) stri
 			continue
 		}
 		placedAny = true
-		c.free = -1
+		c.planChanged()
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a})
 		if n := c.st.NodeByName(a.Node); n != nil {
 			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))

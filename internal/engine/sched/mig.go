@@ -32,8 +32,7 @@ func (s *Scheduler) repartition(c *cycle, j *Job, reqs []*engine.Request) string
 	if until, ok := s.backoff[j.ID()]; ok && c.in.Now < until {
 		return ""
 	}
-	allowed := s.candidates(c, j, reqs)
-	where := allowed[len(allowed)-1] // the widest set: outside reservations
+	where := s.widest(c, j) // outside reservations
 	asked := s.migOffFor(c, j, reqs, where)
 	for _, r := range reqs {
 		if r.Kind == workload.MIGProfile || r.Kind == workload.MemoryProfile {
@@ -163,7 +162,7 @@ func (s *Scheduler) extendChange(c *cycle, j *Job, r *engine.Request) bool {
 			continue
 		}
 		rc.Layout = layout
-		c.free = -1
+		c.planChanged()
 		return true
 	}
 	return false
@@ -319,7 +318,7 @@ func (s *Scheduler) apply(c *cycle, j *Job, rc Reconfig, turnOn bool) bool {
 			return false
 		}
 	}
-	c.free = -1
+	c.planChanged()
 	s.lastChange[gpuRef{rc.Node, rc.GPU}] = c.in.Now
 	if j != nil {
 		s.awaiting[j.ID()] = append(s.awaiting[j.ID()], gpuRef{rc.Node, rc.GPU})

@@ -476,8 +476,7 @@ func (s *Scheduler) wholeIdle(c *cycle, st *cluster.State, node string) {
 // fewest candidates (in their order of preference) makes it fit, and
 // returns those victims and the node.
 func (s *Scheduler) victimsOnOneNode(c *cycle, j *Job, reqs []*engine.Request, cands []*Job) ([]*Job, map[string]bool) {
-	allowed := s.candidates(c, j, reqs)
-	best, node := s.cheapestNode(c, c.st, reqs, c.demandOf(j), cands, allowed[len(allowed)-1])
+	best, node := s.cheapestNode(c, c.st, reqs, c.demandOf(j), cands, s.widest(c, j))
 	if best == nil {
 		return nil, nil
 	}
@@ -504,8 +503,7 @@ func (s *Scheduler) victimsPerTask(c *cycle, j *Job, reqs []*engine.Request, can
 			return nil, nil
 		}
 	}
-	allowed := s.candidates(c, j, reqs)
-	where := allowed[len(allowed)-1]
+	where := s.widest(c, j)
 	trial := c.st.Clone()
 	left := append([]*Job(nil), cands...)
 	var chosen []*Job
@@ -536,6 +534,7 @@ func (s *Scheduler) victimsPerTask(c *cycle, j *Job, reqs []*engine.Request, can
 	}
 	// The gang must fit where tryStart would place it; then, as in
 	// victims, every victim it fits without is given back, newest first.
+	allowed := s.candidates(c, j, reqs)
 	fits := func(vs []*Job) []cluster.Assignment {
 		back := c.st.Clone()
 		for _, v := range vs {

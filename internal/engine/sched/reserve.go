@@ -84,8 +84,30 @@ func (s *Scheduler) backfills(c *cycle, j *Job) bool {
 // candidates lists the node sets to try for j, best first: for a gang
 // spread over several nodes, one leaf switch at a time (most free GPUs
 // first), then anywhere; always outside another gang's reservation unless
-// j ends before that gang can start.
+// j ends before that gang can start. Every set but the last is the last
+// narrowed to a leaf.
 func (s *Scheduler) candidates(c *cycle, j *Job, reqs []*engine.Request) []func(*cluster.Node) bool {
+	return c.narrowed(reqs, s.widest(c, j))
+}
+
+// narrowed is candidates given the widest set.
+func (c *cycle) narrowed(reqs []*engine.Request, outside func(*cluster.Node) bool) []func(*cluster.Node) bool {
+	var out []func(*cluster.Node) bool
+	if len(reqs) > 1 {
+		for _, leaf := range c.leaves() {
+			leaf := leaf
+			out = append(out, func(n *cluster.Node) bool {
+				return n.Topology.Leaf == leaf && (outside == nil || outside(n))
+			})
+		}
+	}
+	return append(out, outside)
+}
+
+// widest is the last and widest of j's candidates: the nodes not held for
+// another job (nil: every node). Searches that ask where j could go at
+// all need only this one.
+func (s *Scheduler) widest(c *cycle, j *Job) func(*cluster.Node) bool {
 	// Nodes held for another job (a gang's reservation, a preemptor's
 	// promise) are closed to jobs of its class or lower; a higher class
 	// goes first anyway.
@@ -98,27 +120,26 @@ func (s *Scheduler) candidates(c *cycle, j *Job, reqs []*engine.Request) []func(
 			held = append(held, nodes)
 		}
 	}
-	var outside func(*cluster.Node) bool
-	if len(held) > 0 {
-		outside = func(n *cluster.Node) bool {
-			for _, h := range held {
-				if h[n.Name] {
-					return false
-				}
+	if len(held) == 0 {
+		return nil
+	}
+	return func(n *cluster.Node) bool {
+		for _, h := range held {
+			if h[n.Name] {
+				return false
 			}
-			return true
 		}
+		return true
 	}
-	var out []func(*cluster.Node) bool
-	if len(reqs) > 1 {
-		for _, leaf := range leavesByFree(c.st) {
-			leaf := leaf
-			out = append(out, func(n *cluster.Node) bool {
-				return n.Topology.Leaf == leaf && (outside == nil || outside(n))
-			})
-		}
+}
+
+// leaves is leavesByFree of the plan, computed once per change of the
+// plan: every gang considered asks for it.
+func (c *cycle) leaves() []string {
+	if !c.leavesOK {
+		c.leavesByFree, c.leavesOK = leavesByFree(c.st), true
 	}
-	return append(out, outside)
+	return c.leavesByFree
 }
 
 // leavesByFree returns the leaf switches, most free GPU first.
