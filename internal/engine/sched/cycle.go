@@ -53,11 +53,8 @@ type Scheduler struct {
 	// the warm pool (warm.go), and lastWarm when it last ran.
 	recent   map[warmKey][]time.Duration
 	lastWarm time.Duration
-	// heldCache is the GPU milli each job holds, with the assignments it
-	// was computed from: an assignment does not change once placed, so
-	// the sum holds while the job's assignments are the same ones.
-	heldCache map[*Job]*heldEntry
-	// byID indexes the jobs of heldCache by ID (cycle.job).
+	// byID indexes the jobs of the input by ID (cycle.job), kept across
+	// cycles; entries of jobs gone are pruned now and then.
 	byID   map[string]*Job
 	cycles int
 	// searchBackoff holds off a job's next victim search after one that
@@ -122,7 +119,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
-		heldCache: map[*Job]*heldEntry{}, byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{},
+		byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{},
 		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
 		reqCache: map[string]reqEntry{},
 	}
@@ -229,23 +226,23 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	for i := range in.Teams {
 		c.teams[in.Teams[i].Name] = &in.Teams[i]
 	}
-	// Entries of finished jobs linger in heldCache; drop them now and
-	// then rather than rebuilding the map every cycle.
 	s.cycles++
-	// A world that builds its Jobs anew each cycle (Kubernetes does) leaves
-	// an entry per job per cycle: prune as soon as those outnumber the
-	// live ones.
-	prune := s.cycles%256 == 0 || len(s.heldCache) > 2*len(in.Jobs)+1024
+	// Jobs gone linger in byID; drop them now and then, and as soon as
+	// they outnumber the live ones: a world that builds its Jobs anew each
+	// cycle (Kubernetes does) indexes each job again every cycle.
+	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
 	c.nodesOf = make([][]int, len(in.Jobs))
+	byTeam := make([]int64, len(in.Teams))
 	for k, j := range in.Jobs {
-		e := s.heldCache[j]
-		if e == nil {
+		e := j.held
+		if e == nil || e.owner != s {
 			// A Job not seen before: index it by ID. (Rebuilding that
 			// index every cycle was a tenth of a cycle on a backlog.)
 			s.byID[j.ID()] = j
+			e = nil
 		}
 		if e == nil || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
-			e = &heldEntry{placed: append([]*cluster.Assignment(nil), j.Placed...), set: in.Cluster.NodeSet()}
+			e = &heldEntry{owner: s, placed: append([]*cluster.Assignment(nil), j.Placed...), set: in.Cluster.NodeSet()}
 			for _, a := range j.Placed {
 				if a == nil {
 					continue
@@ -257,22 +254,32 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 					}
 				}
 			}
-			s.heldCache[j] = e
+			j.held = e
 		}
 		e.seen = s.cycles
 		c.nodesOf[k] = e.nodes
 		if e.milli > 0 {
-			c.usage[j.Spec.Team] += e.milli
+			// Summed by the team's position in the input, which the entry
+			// remembers: a map update per running job was a fifth of the
+			// snapshot.
+			if t := e.team; t < len(in.Teams) && in.Teams[t].Name == j.Spec.Team {
+				byTeam[t] += e.milli
+			} else if t = slices.IndexFunc(in.Teams, func(x Team) bool { return x.Name == j.Spec.Team }); t >= 0 {
+				e.team = t
+				byTeam[t] += e.milli
+			} else {
+				c.usage[j.Spec.Team] += e.milli
+			}
+		}
+	}
+	for t, milli := range byTeam {
+		if milli > 0 {
+			c.usage[in.Teams[t].Name] += milli
 		}
 	}
 	if prune {
-		for j, e := range s.heldCache {
-			if e.seen != s.cycles {
-				delete(s.heldCache, j)
-			}
-		}
 		for id, j := range s.byID {
-			if e := s.heldCache[j]; e == nil || j.ID() != id {
+			if j.held == nil || j.held.owner != s || j.held.seen != s.cycles || j.ID() != id {
 				delete(s.byID, id)
 			}
 		}
@@ -287,7 +294,7 @@ func (c *cycle) job(id string) (*Job, bool) {
 	if !ok {
 		return nil, false
 	}
-	if e := c.sch.heldCache[j]; e == nil || e.seen != c.sch.cycles {
+	if e := j.held; e == nil || e.owner != c.sch || e.seen != c.sch.cycles {
 		return nil, false // gone, or replaced by another Job of that ID
 	}
 	return j, true
@@ -295,18 +302,23 @@ func (c *cycle) job(id string) (*Job, bool) {
 
 // heldOf is the GPU milli j holds (j from the input).
 func (c *cycle) heldOf(j *Job) int64 {
-	if e := c.sch.heldCache[j]; e != nil {
+	if e := j.held; e != nil && e.owner == c.sch {
 		return e.milli
 	}
 	return 0
 }
 
+// heldEntry is what a job holds, with the assignments it was computed
+// from: an assignment does not change once placed, so the sum holds while
+// the job's assignments are the same ones.
 type heldEntry struct {
+	owner  *Scheduler // the scheduler that computed it
 	placed []*cluster.Assignment
 	set    *cluster.NodeSet // the node set nodes index
 	seen   int              // the last cycle whose input had the job
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
+	team   int   // the job's team's position in the input, when last seen
 }
 
 // samePlacement reports whether a and b hold the same assignments, task

@@ -174,7 +174,7 @@ func TestCachesStayBoundedWhenJobsAreRebuiltEachCycle(t *testing.T) {
 			w.running(job("j"+itoa(i)).team("a").gpus(1), 0, 0, "n"+itoa(1+i%2)+":"+itoa(i/2))
 		}
 		w.decide()
-		if got, limit := len(sch.heldCache), 3*jobs+1024; got > limit {
+		if got, limit := len(sch.byID), 3*jobs+1024; got > limit {
 			t.Fatalf("cycle %d: %d entries kept for %d jobs (limit %d)", cycle, got, jobs, limit)
 		}
 	}
