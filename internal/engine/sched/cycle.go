@@ -512,6 +512,9 @@ func (s *Scheduler) tryStart(c *cycle, j *Job, idx []int, reqs []*engine.Request
 		return false
 	}
 	for _, allowed := range c.narrowed(reqs, widest) {
+		if len(reqs) > 1 && !enoughWholeGPUsIn(c.st, reqs, allowed) {
+			continue // would fail for want of free GPUs, after a clone
+		}
 		as, trial, err := s.placer.PlaceAll(c.st, reqs, allowed)
 		if err != nil {
 			continue

@@ -354,13 +354,21 @@ func leastWholeGPUs(reqs []*engine.Request) int {
 // made before each attempt while victims are added. It says true for
 // other kinds of requests.
 func enoughWholeGPUs(st *cluster.State, reqs []*engine.Request) bool {
+	return enoughWholeGPUsIn(st, reqs, nil)
+}
+
+// enoughWholeGPUsIn is enoughWholeGPUs on the nodes allowed says yes to
+// (every node when nil).
+func enoughWholeGPUsIn(st *cluster.State, reqs []*engine.Request, allowed func(*cluster.Node) bool) bool {
 	least := leastWholeGPUs(reqs)
 	if least == 0 {
 		return true
 	}
 	slots := 0
 	for i := 0; i < st.Len() && slots < len(reqs); i++ {
-		slots += st.Node(i).FullyFreeGPUs() / least
+		if n := st.Node(i); allowed == nil || allowed(n) {
+			slots += n.FullyFreeGPUs() / least
+		}
 	}
 	return slots >= len(reqs)
 }
