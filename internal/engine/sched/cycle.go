@@ -44,9 +44,6 @@ type Scheduler struct {
 	// not let it start, backoff holds off more until the cooldown passes.
 	attempts map[string]int
 	backoff  map[string]time.Duration
-	// shapes caches each job's shape key, by the number of its tasks
-	// still to start.
-	shapes map[string]shapeEntry
 	// quotaHold maps a team to the gang holding its quota (holdQuota).
 	quotaHold map[string]string
 	// recent holds when production work started on each MIG profile, for
@@ -70,9 +67,6 @@ type Scheduler struct {
 	// again. Past freeRounds, each round backs its next search off twice
 	// as long.
 	rounds map[string]int
-	// checked caches each job's validation against the cluster: a job is
-	// validated once (again if rebuilt under its ID with other tasks).
-	checked map[string]validity
 	// capacity is the cluster's capacity for validating jobs, for the node
 	// set capacityFor: a light cycle for one new job would otherwise read
 	// every node.
@@ -115,9 +109,9 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 	p.SetBriefFailures(true) // a cycle only asks whether a job fits
 	return &Scheduler{
 		cfg: cfg, placer: p,
-		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{}, checked: map[string]validity{},
+		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{},
 		awaiting: map[string][]gpuRef{},
-		attempts: map[string]int{}, backoff: map[string]time.Duration{}, shapes: map[string]shapeEntry{},
+		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{},
 		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
@@ -147,8 +141,10 @@ type cycle struct {
 	// nodesOf[i] lists the nodes in.Jobs[i] holds, by position.
 	nodesOf [][]int
 	// lowest is the lowest class each team runs (mayPreempt), computed
-	// when first needed.
-	lowest map[string]workload.Class
+	// when first needed; mayMemo is mayPreempt's answers until the plan
+	// changes.
+	lowest  []teamLow
+	mayMemo map[mayKey]bool
 	// free is freeMilli of the plan, computed when first needed (-1, also
 	// after each change of the plan); leavesByFree the same (leaves).
 	free         int64
@@ -160,6 +156,7 @@ type cycle struct {
 func (c *cycle) planChanged() {
 	c.free = -1
 	c.leavesOK = false
+	c.mayMemo = nil
 }
 
 // preemptKey identifies jobs whose victim searches would find the same:
@@ -319,6 +316,14 @@ type heldEntry struct {
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
 	team   int   // the job's team's position in the input, when last seen
+	// Caches of the job with this placement, each with the first task of
+	// the task list it was computed for (a world may rebuild a job under
+	// the same ID with other tasks): its shape, and its validation.
+	shape      *shapeEntry
+	shapeFor   *workload.Task
+	checked    bool
+	checkedFor *workload.Task
+	why        string
 }
 
 // samePlacement reports whether a and b hold the same assignments, task
@@ -371,19 +376,8 @@ func (s *Scheduler) settlePromises(c *cycle) {
 // consider tries to start one pending job; it returns why it waits, or ""
 // when it started.
 func (s *Scheduler) consider(c *cycle, j *Job) string {
-	v, ok := s.checked[j.ID()]
-	if !ok || v.tasks != firstTask(j) {
-		if c.capacity == nil { // only new jobs need it
-			c.capacity = s.capacityOf(c.in.Cluster)
-		}
-		v = validity{tasks: firstTask(j)}
-		if err := j.Spec.Validate(c.capacity); err != nil {
-			v.why = WaitInvalidSpec + ": " + err.Error()
-		}
-		s.checked[j.ID()] = v
-	}
-	if v.why != "" {
-		return v.why
+	if why := s.invalid(c, j); why != "" {
+		return why
 	}
 	if !s.withinQuota(c, j) {
 		s.holdQuota(c, j)
@@ -455,6 +449,26 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	why = s.afterMiss(c, j, reqs)
 	if why == WaitNoRoom || why == WaitGang || why == WaitNoSlice || why == WaitReserved {
 		c.failed[key] = why
+	}
+	return why
+}
+
+// invalid is why j can never run on the cluster, or "". A job is
+// validated once (again if rebuilt with other tasks, or placed anew).
+func (s *Scheduler) invalid(c *cycle, j *Job) string {
+	e := s.entry(j)
+	if e != nil && e.checked && e.checkedFor == firstTask(j) {
+		return e.why
+	}
+	if c.capacity == nil { // only new jobs need it
+		c.capacity = s.capacityOf(c.in.Cluster)
+	}
+	why := ""
+	if err := j.Spec.Validate(c.capacity); err != nil {
+		why = WaitInvalidSpec + ": " + err.Error()
+	}
+	if e != nil {
+		e.checked, e.checkedFor, e.why = true, firstTask(j), why
 	}
 	return why
 }
@@ -718,7 +732,6 @@ func (s *Scheduler) order(c *cycle) []*Job {
 }
 
 type shapeEntry struct {
-	id     taskSet
 	key    string
 	demand int64
 	// keys are key|class|team|false and key|class|team|true: the keys of
@@ -752,40 +765,65 @@ func pendingSet(j *Job) (taskSet, bool) {
 	return ts, true
 }
 
-// shape returns j's shapeKey and demand, cached while its pending tasks
-// stay the same.
+// shape returns j's shapeKey and demand, cached on j's entry (which
+// snapshot replaces when j's placement changes).
 func (s *Scheduler) shape(j *Job) shapeEntry {
-	ts, ok := pendingSet(j)
-	if e, hit := s.shapes[j.ID()]; ok && hit && e.id == ts {
-		return e
+	e := s.entry(j)
+	if e != nil && e.shape != nil && e.shapeFor == firstTask(j) {
+		return *e.shape
 	}
-	e := shapeEntry{id: ts, key: shapeKey(j), demand: demand(j)}
-	prefix := e.key + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
-	e.keys = [2]string{prefix + "false", prefix + "true"}
-	if ok {
-		s.shapes[j.ID()] = e
+	sh := shapeEntry{key: shapeKey(j), demand: demand(j)}
+	prefix := sh.key + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
+	sh.keys = [2]string{prefix + "false", prefix + "true"}
+	if e != nil {
+		e.shape, e.shapeFor = &sh, firstTask(j)
 	}
-	return e
+	return sh
 }
 
-// shapeOf is shapeKey, cached.
-func (s *Scheduler) shapeOf(j *Job) string { return s.shape(j).key }
+// entry returns the scheduler's entry for j, nil when it has none.
+func (s *Scheduler) entry(j *Job) *heldEntry {
+	if e := j.held; e != nil && e.owner == s {
+		return e
+	}
+	return nil
+}
 
 // shapeKey identifies jobs that ask for the same thing, so that one that
-// did not fit spares the others the search.
+// did not fit spares the others the search. Runs of equal tasks are
+// written once with their count: the key of a gang of 32 is hashed at
+// each memo look-up.
 func shapeKey(j *Job) string {
 	b := make([]byte, 0, 64)
-	for i, t := range j.Spec.Tasks {
+	var last *workload.Task
+	lastGPU, run := "", 0
+	flush := func() {
+		if run == 0 {
+			return
+		}
+		b = strconv.AppendInt(b, int64(run), 10)
+		b = append(b, '*')
+		b = append(b, lastGPU...)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, last.CPUMilli, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, last.MemoryMiB, 10)
+		b = append(b, ';')
+	}
+	for i := range j.Spec.Tasks {
 		if i < len(j.Placed) && j.Placed[i] != nil {
 			continue
 		}
-		b = append(b, t.GPU.String()...)
-		b = append(b, '/')
-		b = strconv.AppendInt(b, t.CPUMilli, 10)
-		b = append(b, '/')
-		b = strconv.AppendInt(b, t.MemoryMiB, 10)
-		b = append(b, ';')
+		t := &j.Spec.Tasks[i]
+		g := t.GPU.String()
+		if last != nil && g == lastGPU && t.CPUMilli == last.CPUMilli && t.MemoryMiB == last.MemoryMiB {
+			run++
+			continue
+		}
+		flush()
+		last, lastGPU, run = t, g, 1
 	}
+	flush()
 	return string(b)
 }
 
@@ -795,16 +833,6 @@ func productionClass() workload.Class { return workload.Production }
 // in the input (finished or cancelled), so a long-running server does not
 // grow without end.
 func (s *Scheduler) forgetGone(c *cycle) {
-	for id := range s.checked {
-		if _, ok := c.job(id); !ok {
-			delete(s.checked, id)
-		}
-	}
-	for id := range s.shapes {
-		if _, ok := c.job(id); !ok {
-			delete(s.shapes, id)
-		}
-	}
 	for id := range s.reqCache {
 		if _, ok := c.job(id); !ok {
 			delete(s.reqCache, id)

@@ -41,36 +41,66 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 		c.lowest = runningSummary(c)
 	}
 	within := withinGuarantee(c, j)
-	for team, low := range c.lowest {
+	// The answer depends on j only by team, class and standing, and on the
+	// plan by what each team holds: it is kept until the plan changes (a
+	// backlog of thousands asked it each cycle).
+	key := mayKey{j.Spec.Team, j.Spec.Class, within}
+	if may, ok := c.mayMemo[key]; ok {
+		return may
+	}
+	may := false
+	for _, tl := range c.lowest {
 		switch {
-		case team == j.Spec.Team:
-			if low < j.Spec.Class {
-				return true
-			}
-		case borrowing(c, team):
-			if low < j.Spec.Class || within {
-				return true
-			}
-		case low < j.Spec.Class && j.Spec.Class == workload.Production && within:
-			return true
+		case tl.team == j.Spec.Team:
+			may = tl.low < j.Spec.Class
+		case borrowing(c, tl.team):
+			may = tl.low < j.Spec.Class || within
+		default:
+			may = tl.low < j.Spec.Class && j.Spec.Class == workload.Production && within
+		}
+		if may {
+			break
 		}
 	}
-	return false
+	if c.mayMemo == nil {
+		c.mayMemo = map[mayKey]bool{}
+	}
+	c.mayMemo[key] = may
+	return may
 }
 
-// runningSummary maps each team with running jobs to its lowest running
+type mayKey struct {
+	team   string
+	class  workload.Class
+	within bool
+}
+
+// teamLow is a team with running jobs and its lowest running class.
+type teamLow struct {
+	team string
+	low  workload.Class
+}
+
+// runningSummary lists each team with running jobs and its lowest running
 // class.
-func runningSummary(c *cycle) map[string]workload.Class {
-	low := map[string]workload.Class{}
+func runningSummary(c *cycle) []teamLow {
+	var out []teamLow
+	at := map[string]int{}
 	for _, v := range c.in.Jobs {
 		if v.Phase != Running {
 			continue
 		}
-		if cl, ok := low[v.Spec.Team]; !ok || v.Spec.Class < cl {
-			low[v.Spec.Team] = v.Spec.Class
+		if k, ok := at[v.Spec.Team]; !ok {
+			at[v.Spec.Team] = len(out)
+			out = append(out, teamLow{v.Spec.Team, v.Spec.Class})
+		} else if v.Spec.Class < out[k].low {
+			out[k].low = v.Spec.Class
 		}
 	}
-	return low
+	if out == nil {
+		out = []teamLow{} // computed: none running
+	}
+	return out
 }
 
 // eligible says whether running job v may be evicted for pending job j:
