@@ -196,36 +196,26 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 	usage := teamUsage(w)
 	limit := time.Minute + w.sch.Config().Grace
 	for _, j := range w.active {
-		if j.Phase != sched.Pending || now-j.queuedAt <= limit {
+		if j.Phase != sched.Pending || now-j.queuedAt <= limit || j.team < 0 {
 			continue
 		}
-		t := teamOf(w, j.Spec.Team)
-		if t == nil {
-			continue
-		}
-		if usage[t.Name]+float64(j.Spec.GPUMilli()) <= float64(t.Guarantee) {
+		t := &w.teams[j.team]
+		if usage[j.team]+float64(j.milli) <= float64(t.Guarantee) {
 			if !m.violating[t.Name] && !was[t.Name] {
-				w.tracef("violation %s: %s (%s, %d milli) waits %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.Spec.GPUMilli(), (now - j.queuedAt).Seconds(), usage[t.Name], t.Guarantee, d.Waiting[j.ID()].Reason)
+				w.tracef("violation %s: %s (%s, %d milli) waits %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.queuedAt).Seconds(), usage[j.team], t.Guarantee, d.Waiting[j.ID()].Reason)
 			}
 			m.violating[t.Name] = true
 		}
 	}
 }
 
-func teamOf(w *world, name string) *sched.Team {
-	for i := range w.teams {
-		if w.teams[i].Name == name {
-			return &w.teams[i]
-		}
-	}
-	return nil
-}
-
-// teamUsage is the GPU milli each team holds.
-func teamUsage(w *world) map[string]float64 {
-	u := map[string]float64{}
+// teamUsage is the GPU milli each team holds, by position in world.teams.
+func teamUsage(w *world) []float64 {
+	u := make([]float64, len(w.teams))
 	for _, j := range w.active {
-		u[j.Spec.Team] += j.heldShare * 1000
+		if j.team >= 0 {
+			u[j.team] += j.heldShare * 1000
+		}
 	}
 	return u
 }
@@ -244,11 +234,11 @@ func (m *metrics) sample(w *world) {
 	s := Sample{T: w.now(), Useful: m.usefulNow, Alloc: m.allocNow, Teams: map[string]float64{}, TeamsNormalised: map[string]float64{}}
 	all := len(w.teams) > 0
 	var sum, sq float64
-	for _, t := range w.teams {
-		s.Teams[t.Name] = usage[t.Name] / 1000
+	for k, t := range w.teams {
+		s.Teams[t.Name] = usage[k] / 1000
 		x := 0.0
 		if e := m.entitle[t.Name]; e > 0 {
-			x = usage[t.Name] / e
+			x = usage[k] / e
 		}
 		s.TeamsNormalised[t.Name] = x
 		sum += x

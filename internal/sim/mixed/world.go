@@ -81,6 +81,11 @@ type job struct {
 	lastReason string
 	// heldShare is the GPU the job's placed tasks hold (gpuShare).
 	heldShare float64
+	// team is the job's team's position in world.teams (-1: none), milli
+	// the GPU it asks for: the metrics read both for every queued job at
+	// every cycle.
+	team  int
+	milli int64
 }
 
 // Event kinds beyond sim's.
@@ -190,8 +195,15 @@ func newWorld(sc *scenario.Scenario, opt Options) (*world, error) {
 	}
 	w.metrics = newMetrics(w)
 	for i, a := range arrivals {
-		j := &job{idx: i, arrival: a, remaining: a.Duration, runSince: -1}
+		j := &job{idx: i, arrival: a, remaining: a.Duration, runSince: -1, team: -1}
 		j.Spec = a.Job
+		j.milli = a.Job.GPUMilli()
+		for k := range w.teams {
+			if w.teams[k].Name == a.Job.Team {
+				j.team = k
+				break
+			}
+		}
 		j.Submitted = a.At
 		j.Estimate = a.Duration
 		j.Placed = make([]*cluster.Assignment, len(a.Job.Tasks))
