@@ -231,15 +231,15 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	c.nodesOf = make([][]int, len(in.Jobs))
 	byTeam := make([]int64, len(in.Teams))
 	for k, j := range in.Jobs {
-		e := j.held
-		if e == nil || e.owner != s {
+		e := &j.held
+		if e.owner != s {
 			// A Job not seen before: index it by ID. (Rebuilding that
 			// index every cycle was a tenth of a cycle on a backlog.)
 			s.byID[j.ID()] = j
-			e = nil
+			e.owner = nil
 		}
-		if e == nil || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
-			e = &heldEntry{owner: s, placed: append([]*cluster.Assignment(nil), j.Placed...), set: in.Cluster.NodeSet()}
+		if e.owner == nil || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
+			*e = heldEntry{owner: s, placed: append(e.placed[:0:0], j.Placed...), set: in.Cluster.NodeSet()}
 			for _, a := range j.Placed {
 				if a == nil {
 					continue
@@ -251,7 +251,6 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 					}
 				}
 			}
-			j.held = e
 		}
 		e.seen = s.cycles
 		c.nodesOf[k] = e.nodes
@@ -276,7 +275,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	}
 	if prune {
 		for id, j := range s.byID {
-			if j.held == nil || j.held.owner != s || j.held.seen != s.cycles || j.ID() != id {
+			if j.held.owner != s || j.held.seen != s.cycles || j.ID() != id {
 				delete(s.byID, id)
 			}
 		}
@@ -291,7 +290,7 @@ func (c *cycle) job(id string) (*Job, bool) {
 	if !ok {
 		return nil, false
 	}
-	if e := j.held; e == nil || e.owner != c.sch || e.seen != c.sch.cycles {
+	if e := &j.held; e.owner != c.sch || e.seen != c.sch.cycles {
 		return nil, false // gone, or replaced by another Job of that ID
 	}
 	return j, true
@@ -299,7 +298,7 @@ func (c *cycle) job(id string) (*Job, bool) {
 
 // heldOf is the GPU milli j holds (j from the input).
 func (c *cycle) heldOf(j *Job) int64 {
-	if e := j.held; e != nil && e.owner == c.sch {
+	if e := &j.held; e.owner == c.sch {
 		return e.milli
 	}
 	return 0
@@ -783,7 +782,7 @@ func (s *Scheduler) shape(j *Job) shapeEntry {
 
 // entry returns the scheduler's entry for j, nil when it has none.
 func (s *Scheduler) entry(j *Job) *heldEntry {
-	if e := j.held; e != nil && e.owner == s {
+	if e := &j.held; e.owner == s {
 		return e
 	}
 	return nil

@@ -116,7 +116,7 @@ func snapshotJobs(jobs []*Job) []Job {
 	out := make([]Job, len(jobs))
 	for i, j := range jobs {
 		c := *j
-		c.held = nil // the scheduler's own cache, not the world's data
+		c.held = heldEntry{} // the scheduler's own cache, not the world's data
 		c.Spec.Tasks = append([]workload.Task(nil), j.Spec.Tasks...)
 		c.Placed = make([]*cluster.Assignment, len(j.Placed))
 		for k, a := range j.Placed {
