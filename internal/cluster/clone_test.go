@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -208,4 +209,46 @@ func mutationNamed(t *testing.T, name string) mutation {
 	}
 	t.Fatalf("no mutation %q", name)
 	return mutation{}
+}
+
+func TestAGPUGrowingInACloneLeavesItsNeighbours(t *testing.T) {
+	// A cloned node keeps its GPUs' holders and instances in one array
+	// each: a GPU that grows must not write over the next GPU's part.
+	s := busyWorld(t)
+	allocate(t, s, task("one").on("v100").share(1, 200), task("two").on("v100").share(2, 300))
+	if err := s.SetLayout("h100", 1, mustLayout("1g.10gb@0,1g.10gb@1")); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Clone()
+	allocate(t, c, task("grow").on("v100").share(1, 100)) // mutable: the node is copied
+	original := takeSnapshot(c)
+	for i := 0; i < 3; i++ {
+		allocate(t, c, task("more"+string(rune('a'+i))).on("v100").share(0, 100))
+		allocate(t, c, task("inst"+string(rune('a'+i))).on("h100").instance(0, []string{"1g.10gb+me@4", "1g.10gb@5", "1g.10gb@6"}[i]))
+	}
+	mustCheck(t, c)
+	v := c.NodeByName("v100")
+	if got := holderNames(v.GPUs[1].Holders()); got != "one grow" {
+		t.Fatalf("gpu 1 of the clone holds %q after gpu 0 grew, want %q", got, "one grow")
+	}
+	if got := holderNames(v.GPUs[2].Holders()); got != "two" {
+		t.Fatalf("gpu 2 of the clone holds %q after gpu 0 grew, want %q", got, "two")
+	}
+	if got := c.NodeByName("h100").GPUs[1].Layout().String(); got != "1g.10gb@0,1g.10gb@1" {
+		t.Fatalf("gpu 1 of h100 in the clone has layout %q after gpu 0 grew", got)
+	}
+	if describe(c) == original.text {
+		t.Fatal("the allocations did not change the clone")
+	}
+	if _, ok := s.NodeByName("v100").Task("morea"); ok {
+		t.Fatal("the clone's task appeared in the original")
+	}
+}
+
+func holderNames(hs []Hold) string {
+	var names []string
+	for _, h := range hs {
+		names = append(names, h.Task)
+	}
+	return strings.Join(names, " ")
 }
