@@ -238,8 +238,11 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			s.byID[j.ID()] = j
 			e.owner = nil
 		}
-		if e.owner == nil || e.set != in.Cluster.NodeSet() || !samePlacement(e.placed, j.Placed) {
-			*e = heldEntry{owner: s, placed: append(e.placed[:0:0], j.Placed...), set: in.Cluster.NodeSet()}
+		if e.owner == nil || e.set != in.Cluster.NodeSet() || !e.holds(j.Placed) {
+			*e = heldEntry{owner: s, tasks: len(j.Placed), set: in.Cluster.NodeSet()}
+			if !noneOf(j.Placed) {
+				e.placed = append([]*cluster.Assignment(nil), j.Placed...)
+			}
 			for _, a := range j.Placed {
 				if a == nil {
 					continue
@@ -308,10 +311,11 @@ func (c *cycle) heldOf(j *Job) int64 {
 // from: an assignment does not change once placed, so the sum holds while
 // the job's assignments are the same ones.
 type heldEntry struct {
-	owner  *Scheduler // the scheduler that computed it
-	placed []*cluster.Assignment
-	set    *cluster.NodeSet // the node set nodes index
-	seen   int              // the last cycle whose input had the job
+	owner  *Scheduler            // the scheduler that computed it
+	tasks  int                   // len(Placed)
+	placed []*cluster.Assignment // nil when no task holds anything
+	set    *cluster.NodeSet      // the node set nodes index
+	seen   int                   // the last cycle whose input had the job
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
 	team   int   // the job's team's position in the input, when last seen
@@ -323,6 +327,29 @@ type heldEntry struct {
 	checked    bool
 	checkedFor *workload.Task
 	why        string
+}
+
+// holds reports whether placed is the placement e was computed from.
+// Of a job with nothing placed (most of a backlog) e keeps no copy, and
+// only placed is read.
+func (e *heldEntry) holds(placed []*cluster.Assignment) bool {
+	if len(placed) != e.tasks {
+		return false
+	}
+	if e.placed == nil {
+		return noneOf(placed)
+	}
+	return samePlacement(e.placed, placed)
+}
+
+// noneOf reports whether no task holds anything.
+func noneOf(placed []*cluster.Assignment) bool {
+	for _, a := range placed {
+		if a != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // samePlacement reports whether a and b hold the same assignments, task
