@@ -200,14 +200,28 @@ func (s *Scheduler) Cycle(in Input) Decision {
 		s.noteStarts(c)
 		return c.d
 	}
-	positions := map[string]int{}
-	for _, j := range s.order(c) {
-		positions[j.Spec.Team]++
-		reason := s.consider(c, j)
-		if reason != "" {
-			c.d.Waiting[j.ID()] = Wait{Position: positions[j.Spec.Team], Reason: reason}
+	pending := s.order(c)
+	if len(c.d.Waiting) == 0 {
+		c.d.Waiting = make(map[string]Wait, len(pending)) // grown by thousands otherwise
+	}
+	// Queue positions per team, counted by the team's position in the
+	// input (not a map update per pending job); teams not in the input in
+	// a map.
+	positions, others := make([]int, len(in.Teams)), map[string]int{}
+	count := func(j *Job, d int) int {
+		if t := j.held.team; t >= 0 {
+			positions[t] += d
+			return positions[t]
+		}
+		others[j.Spec.Team] += d
+		return others[j.Spec.Team]
+	}
+	for _, j := range pending {
+		pos := count(j, 1)
+		if reason := s.consider(c, j); reason != "" {
+			c.d.Waiting[j.ID()] = Wait{Position: pos, Reason: reason}
 		} else {
-			positions[j.Spec.Team]--
+			count(j, -1)
 		}
 	}
 	s.warm(c)
@@ -257,15 +271,15 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		}
 		e.seen = s.cycles
 		c.nodesOf[k] = e.nodes
+		// The team's position in the input, which the entry remembers:
+		// sums and counts per team by position, not through a map
+		// updated for each of thousands of jobs.
+		if t := e.team; t < 0 || t >= len(in.Teams) || in.Teams[t].Name != j.Spec.Team {
+			e.team = slices.IndexFunc(in.Teams, func(x Team) bool { return x.Name == j.Spec.Team })
+		}
 		if e.milli > 0 {
-			// Summed by the team's position in the input, which the entry
-			// remembers: a map update per running job was a fifth of the
-			// snapshot.
-			if t := e.team; t < len(in.Teams) && in.Teams[t].Name == j.Spec.Team {
-				byTeam[t] += e.milli
-			} else if t = slices.IndexFunc(in.Teams, func(x Team) bool { return x.Name == j.Spec.Team }); t >= 0 {
-				e.team = t
-				byTeam[t] += e.milli
+			if e.team >= 0 {
+				byTeam[e.team] += e.milli
 			} else {
 				c.usage[j.Spec.Team] += e.milli
 			}
@@ -318,7 +332,7 @@ type heldEntry struct {
 	seen   int                   // the last cycle whose input had the job
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
-	team   int   // the job's team's position in the input, when last seen
+	team   int   // the job's team's position in the input (-1: none), when last seen
 	// Caches of the job with this placement, each with the first task of
 	// the task list it was computed for (a world may rebuild a job under
 	// the same ID with other tasks): its shape, and its validation.

@@ -85,16 +85,27 @@ type teamLow struct {
 // class.
 func runningSummary(c *cycle) []teamLow {
 	var out []teamLow
-	at := map[string]int{}
+	at := make([]int, len(c.in.Teams)) // 1 + position in out, by team position
+	others := map[string]int{}         // the same for teams not in the input
 	for _, v := range c.in.Jobs {
 		if v.Phase != Running {
 			continue
 		}
-		if k, ok := at[v.Spec.Team]; !ok {
-			at[v.Spec.Team] = len(out)
+		k := 0
+		if t := v.held.team; t >= 0 {
+			k = at[t]
+			if k == 0 {
+				out = append(out, teamLow{v.Spec.Team, v.Spec.Class})
+				at[t] = len(out)
+				continue
+			}
+		} else if k = others[v.Spec.Team]; k == 0 {
 			out = append(out, teamLow{v.Spec.Team, v.Spec.Class})
-		} else if v.Spec.Class < out[k].low {
-			out[k].low = v.Spec.Class
+			others[v.Spec.Team] = len(out)
+			continue
+		}
+		if v.Spec.Class < out[k-1].low {
+			out[k-1].low = v.Spec.Class
 		}
 	}
 	if out == nil {
