@@ -336,8 +336,8 @@ type heldEntry struct {
 	// Caches of the job with this placement, each with the first task of
 	// the task list it was computed for (a world may rebuild a job under
 	// the same ID with other tasks): its shape, and its validation.
-	shape      *shapeEntry
-	shapeFor   *workload.Task
+	shape      shapeEntry // in the entry, not behind a pointer: read for every queued job
+	shapeFor   *workload.Task // nil: shape not computed
 	checked    bool
 	checkedFor *workload.Task
 	why        string
@@ -807,16 +807,16 @@ func pendingSet(j *Job) (taskSet, bool) {
 
 // shape returns j's shapeKey and demand, cached on j's entry (which
 // snapshot replaces when j's placement changes).
-func (s *Scheduler) shape(j *Job) shapeEntry {
+func (s *Scheduler) shape(j *Job) *shapeEntry {
 	e := s.entry(j)
-	if e != nil && e.shape != nil && e.shapeFor == firstTask(j) {
-		return *e.shape
+	if e != nil && e.shapeFor != nil && e.shapeFor == firstTask(j) {
+		return &e.shape
 	}
-	sh := shapeEntry{key: shapeKey(j), demand: demand(j)}
+	sh := &shapeEntry{key: shapeKey(j), demand: demand(j)}
 	prefix := sh.key + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
 	sh.keys = [2]string{prefix + "false", prefix + "true"}
-	if e != nil {
-		e.shape, e.shapeFor = &sh, firstTask(j)
+	if e != nil && firstTask(j) != nil {
+		e.shape, e.shapeFor = *sh, firstTask(j)
 	}
 	return sh
 }
