@@ -336,7 +336,7 @@ type heldEntry struct {
 	// Caches of the job with this placement, each with the first task of
 	// the task list it was computed for (a world may rebuild a job under
 	// the same ID with other tasks): its shape, and its validation.
-	shape      shapeEntry // in the entry, not behind a pointer: read for every queued job
+	shape      shapeEntry     // in the entry, not behind a pointer: read for every queued job
 	shapeFor   *workload.Task // nil: shape not computed
 	checked    bool
 	checkedFor *workload.Task
