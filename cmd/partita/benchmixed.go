@@ -26,6 +26,7 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	horizon := fs.Duration("horizon", 0, "simulate this long instead of the scenario's duration")
 	tracePath := fs.String("trace", "", "write every decision carried out to this file (one run only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the runs to this file")
+	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the runs to this file")
 	reserve := fs.Float64("production-reserve", 0, "GPUs kept free of borrowed batch and best-effort work, for production")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -53,6 +54,18 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "bench mixed: %v\n", err)
+			}
+		}()
 	}
 	sc, err := scenario.Load(*scenarioPath)
 	if err != nil {

@@ -138,8 +138,6 @@ type cycle struct {
 	failed    map[string]string
 	noVictims map[string]bool
 	searches  int
-	// nodesOf[i] lists the nodes in.Jobs[i] holds, by position.
-	nodesOf [][]int
 	// lowest is the lowest class each team runs (mayPreempt), computed
 	// when first needed; mayMemo is mayPreempt's answers until the plan
 	// changes.
@@ -242,9 +240,8 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// they outnumber the live ones: a world that builds its Jobs anew each
 	// cycle (Kubernetes does) indexes each job again every cycle.
 	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
-	c.nodesOf = make([][]int, len(in.Jobs))
 	byTeam := make([]int64, len(in.Teams))
-	for k, j := range in.Jobs {
+	for _, j := range in.Jobs {
 		e := &j.held
 		if e.owner != s {
 			// A Job not seen before: index it by ID. (Rebuilding that
@@ -270,7 +267,6 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			}
 		}
 		e.seen = s.cycles
-		c.nodesOf[k] = e.nodes
 		// The team's position in the input, which the entry remembers:
 		// sums and counts per team by position, not through a map
 		// updated for each of thousands of jobs.

@@ -51,11 +51,11 @@ func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
 		}
 	}
 	var ready time.Duration
-	for k, j := range c.in.Jobs {
+	for _, j := range c.in.Jobs {
 		if j.Phase == Pending {
 			continue
 		}
-		for _, i := range c.nodesOf[k] {
+		for _, i := range j.held.nodes { // snapshot made the entry current
 			if !reserved[i] {
 				continue
 			}

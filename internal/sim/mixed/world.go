@@ -114,7 +114,8 @@ type world struct {
 	q      sim.Queue
 	jobs   []*job
 	byID   map[string]*job
-	active []*job // arrived, not done
+	active []*job       // arrived, not done
+	input  []*sched.Job // the array cycles list their jobs in
 
 	timers []timer // dynamic timers, indexed by Ref - refFirstDynamic
 	// ready is when each instance added ahead of demand is ready; entries
