@@ -338,11 +338,20 @@ func (s *Scheduler) wholeRoomAfter(c *cycle, reqs []*engine.Request, cands []*Jo
 	if least == 0 {
 		return true
 	}
-	gone := map[string]bool{}
+	// How many grants the candidates hold on each GPU (by node and GPU
+	// position): a GPU is left whole when they are all its holders or
+	// busy instances. (A set of their task names, built for each search,
+	// was a tenth of the search.)
+	gone := map[[2]int]int{}
 	for _, v := range cands {
 		for _, a := range v.Placed {
-			if a != nil {
-				gone[a.Task] = true
+			if a == nil {
+				continue
+			}
+			if i, ok := c.st.Lookup(a.Node); ok {
+				for _, g := range a.Grants {
+					gone[[2]int{i, g.GPU}]++
+				}
 			}
 		}
 	}
@@ -355,18 +364,19 @@ func (s *Scheduler) wholeRoomAfter(c *cycle, reqs []*engine.Request, cands []*Jo
 			if g.Cordoned() {
 				continue
 			}
-			ok := true
+			busy := len(g.Holders())
 			if g.MIG {
-				ok = s.cfg.MIG && s.cooled(c, n.Name, k)
-				for _, sl := range g.Slices() {
-					ok = ok && (sl.Task == "" || gone[sl.Task])
+				if !s.cfg.MIG || !s.cooled(c, n.Name, k) {
+					continue
 				}
-			} else {
-				for _, h := range g.Holders() {
-					ok = ok && gone[h.Task]
+				busy = 0
+				for _, sl := range g.Slices() {
+					if sl.Task != "" {
+						busy++
+					}
 				}
 			}
-			if ok {
+			if busy == gone[[2]int{i, k}] {
 				whole++
 			}
 		}
