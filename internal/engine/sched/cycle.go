@@ -138,6 +138,11 @@ type cycle struct {
 	failed    map[string]string
 	noVictims map[string]bool
 	searches  int
+	// endsBy[i] is when the last running job on node i (by position in
+	// the input's cluster) is expected to end, endUnknown[i] whether one
+	// has no estimate: a reservation's ready time (readyAt).
+	endsBy     []time.Duration
+	endUnknown []bool
 	// lowest is the lowest class each team runs (mayPreempt), computed
 	// when first needed; mayMemo is mayPreempt's answers until the plan
 	// changes.
@@ -241,6 +246,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// cycle (Kubernetes does) indexes each job again every cycle.
 	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
 	byTeam := make([]int64, len(in.Teams))
+	c.endsBy, c.endUnknown = make([]time.Duration, in.Cluster.Len()), make([]bool, in.Cluster.Len())
 	for _, j := range in.Jobs {
 		e := &j.held
 		if e.owner != s {
@@ -267,6 +273,15 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			}
 		}
 		e.seen = s.cycles
+		if j.Phase != Pending {
+			for _, i := range e.nodes {
+				if j.Estimate == 0 {
+					c.endUnknown[i] = true
+				} else {
+					c.endsBy[i] = max(c.endsBy[i], j.Started+j.Estimate)
+				}
+			}
+		}
 		// The team's position in the input, which the entry remembers:
 		// sums and counts per team by position, not through a map
 		// updated for each of thousands of jobs.

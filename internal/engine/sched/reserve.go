@@ -43,27 +43,17 @@ func (s *Scheduler) refreshReservation(c *cycle) {
 // readyAt is the latest declared end of the running work on nodes, or 0
 // when some of it has no estimate.
 func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
-	// By node position, not name: this reads every running job's nodes.
-	reserved := make([]bool, c.in.Cluster.Len())
-	for name := range nodes {
-		if i, ok := c.in.Cluster.Lookup(name); ok {
-			reserved[i] = true
-		}
-	}
+	// From what snapshot gathered per node while it read every job.
 	var ready time.Duration
-	for _, j := range c.in.Jobs {
-		if j.Phase == Pending {
+	for name := range nodes {
+		i, ok := c.in.Cluster.Lookup(name)
+		if !ok {
 			continue
 		}
-		for _, i := range j.held.nodes { // snapshot made the entry current
-			if !reserved[i] {
-				continue
-			}
-			if j.Estimate == 0 {
-				return 0
-			}
-			ready = max(ready, j.Started+j.Estimate)
+		if c.endUnknown[i] {
+			return 0
 		}
+		ready = max(ready, c.endsBy[i])
 	}
 	return max(ready, c.in.Now)
 }
