@@ -58,7 +58,12 @@ type Scheduler struct {
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
 	// noVictimsUntil is the same for every job of a preemptKey.
-	noVictimsUntil map[string]time.Duration
+	noVictimsUntil map[int]time.Duration
+	// keyIDs numbers the memo and search keys (shapeEntry.ids): a map
+	// keyed by number is cheaper than one keyed by the key, which is
+	// hashed at every look-up, for each queued job, every cycle.
+	keyIDs  map[string]int
+	nextKey int
 	// reqCache holds each pending job's prepared requests (requests).
 	reqCache map[string]reqEntry
 	// rounds counts a job's preemptions since it last started: a job
@@ -114,7 +119,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{},
-		rounds: map[string]int{}, noVictimsUntil: map[string]time.Duration{},
+		rounds: map[string]int{}, noVictimsUntil: map[int]time.Duration{}, keyIDs: map[string]int{},
 		reqCache: map[string]reqEntry{},
 	}
 }
@@ -135,8 +140,8 @@ type cycle struct {
 	// cycle resources only shrink, so they would fail again. noVictims
 	// does the same for victim searches that found nothing, and searches
 	// counts them (maxSearches).
-	failed    map[string]string
-	noVictims map[string]bool
+	failed    map[int]string
+	noVictims map[int]bool
 	searches  int
 	// endsBy[i] is when the last running job on node i (by position in
 	// the input's cluster) is expected to end, endUnknown[i] whether one
@@ -164,8 +169,8 @@ func (c *cycle) planChanged() {
 
 // preemptKey identifies jobs whose victim searches would find the same:
 // the same shape, class, team standing.
-func (s *Scheduler) preemptKey(c *cycle, j *Job) string {
-	return s.shape(j).keys[boolIndex(withinGuarantee(c, j))]
+func (s *Scheduler) preemptKey(c *cycle, j *Job) int {
+	return s.shape(j).ids[boolIndex(withinGuarantee(c, j))]
 }
 
 func boolIndex(b bool) int {
@@ -234,8 +239,8 @@ func (s *Scheduler) Cycle(in Input) Decision {
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
 		sch: s, in: in, free: -1, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
-		d: Decision{Waiting: map[string]Wait{}}, failed: map[string]string{},
-		noVictims: map[string]bool{},
+		d: Decision{Waiting: map[string]Wait{}}, failed: map[int]string{},
+		noVictims: map[int]bool{},
 	}
 	for i := range in.Teams {
 		c.teams[in.Teams[i].Name] = &in.Teams[i]
@@ -446,7 +451,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	// guarantees), and whether j may backfill before a reservation. (Not
 	// the estimate itself: with it in the key, no two jobs shared one, and
 	// a backlog of thousands cost a placement each, every cycle.)
-	key := s.shape(j).keys[boolIndex(s.backfills(c, j))]
+	key := s.shape(j).ids[boolIndex(s.backfills(c, j))]
 	why, failed := c.failed[key]
 	if s.holdsNodes(j) {
 		// Nodes kept for j (its promise, its reservation) were closed to
@@ -715,9 +720,9 @@ func (c *cycle) demandOf(j *Job) int64 { return c.sch.shape(j).demand }
 
 // searchDue says whether j may and should search for victims now: the
 // cheap checks, made before its requests are built.
-func (s *Scheduler) searchDue(c *cycle, j *Job) (key string, due bool) {
+func (s *Scheduler) searchDue(c *cycle, j *Job) (key int, due bool) {
 	if c.searches >= maxSearches || c.in.Now < s.searchBackoff[j.ID()] || !s.mayPreempt(c, j) {
-		return "", false
+		return 0, false
 	}
 	key = s.preemptKey(c, j)
 	return key, !c.noVictims[key] && c.in.Now >= s.noVictimsUntil[key]
@@ -785,11 +790,11 @@ func (s *Scheduler) order(c *cycle) []*Job {
 type shapeEntry struct {
 	key    string
 	demand int64
-	// keys are key|class|team|false and key|class|team|true: the keys of
-	// the failed-shape memo (the bool: may backfill) and of victim
-	// searches (the bool: within the guarantee), built once, not on each
+	// ids number key|class|team|false and key|class|team|true: the keys
+	// of the failed-shape memo (the bool: may backfill) and of victim
+	// searches (the bool: within the guarantee), found once, not on each
 	// of a backlog's memo hits.
-	keys [2]string
+	ids [2]int
 }
 
 // taskSet identifies a job's pending tasks: which ones, of which task
@@ -825,12 +830,31 @@ func (s *Scheduler) shape(j *Job) *shapeEntry {
 	}
 	sh := &shapeEntry{key: shapeKey(j), demand: demand(j)}
 	prefix := sh.key + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
-	sh.keys = [2]string{prefix + "false", prefix + "true"}
+	sh.ids = [2]int{s.keyID(prefix + "false"), s.keyID(prefix + "true")}
 	if e != nil && firstTask(j) != nil {
 		e.shape, e.shapeFor = *sh, firstTask(j)
 	}
 	return sh
 }
+
+// keyID returns the number of a memo or search key, numbering it if new.
+// Numbers are never reused; the table starts over past maxKeys (a
+// server that has seen that many shapes), after which jobs cached
+// before and after share no memo.
+func (s *Scheduler) keyID(key string) int {
+	id, ok := s.keyIDs[key]
+	if !ok {
+		if len(s.keyIDs) >= maxKeys {
+			s.keyIDs = map[string]int{}
+		}
+		s.nextKey++
+		id = s.nextKey
+		s.keyIDs[key] = id
+	}
+	return id
+}
+
+const maxKeys = 1 << 16
 
 // entry returns the scheduler's entry for j, nil when it has none.
 func (s *Scheduler) entry(j *Job) *heldEntry {
