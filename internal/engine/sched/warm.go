@@ -74,33 +74,41 @@ func (s *Scheduler) warm(c *cycle) {
 		}
 		return keys[a].model+keys[a].profile < keys[b].model+keys[b].profile
 	})
+	// The free instances of every profile, counted in one pass, again
+	// only after an instance was added.
+	var counts map[warmKey]int
 	for _, k := range keys {
+		if counts == nil {
+			counts = freeInstances(c.st)
+		}
 		want := min(warmTarget, len(s.recent[k]))
-		for free := freeInstances(c.st, k); free < want; free++ {
+		for free := counts[k]; free < want; free++ {
 			if !s.createOne(c, k) {
 				break
 			}
+			counts = nil
 		}
 	}
 }
 
-func freeInstances(st *cluster.State, k warmKey) int {
-	count := 0
+// freeInstances counts the free MIG instances of each model and profile.
+func freeInstances(st *cluster.State) map[warmKey]int {
+	counts := map[warmKey]int{}
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
 		for j := range n.GPUs {
 			g := &n.GPUs[j]
-			if !g.MIG || g.Model.Name != k.model {
+			if !g.MIG {
 				continue
 			}
 			for _, sl := range g.Slices() {
-				if sl.Task == "" && sl.Profile == k.profile {
-					count++
+				if sl.Task == "" {
+					counts[warmKey{g.Model.Name, sl.Profile}]++
 				}
 			}
 		}
 	}
-	return count
+	return counts
 }
 
 // createOne adds one free instance of k's profile on the split GPU that
@@ -116,14 +124,18 @@ func (s *Scheduler) createOne(c *cycle, k warmKey) bool {
 			if !g.MIG || g.Cordoned() || g.Model.Name != k.model {
 				continue
 			}
+			// Only a GPU with less free memory than the best so far, and
+			// some, can win: listing placements for every GPU was most of
+			// the warm pool's cost.
+			free := bitCount(g.FreeMemorySlices())
+			if free == 0 || free >= bestFree {
+				continue
+			}
 			places, err := g.Model.FreePlacements(g.Layout(), k.profile)
 			if err != nil || len(places) == 0 {
 				continue
 			}
-			free := bitCount(g.FreeMemorySlices())
-			if free < bestFree {
-				best, bestFree, bestNode, bestPlace = g, free, n.Name, places[len(places)-1]
-			}
+			best, bestFree, bestNode, bestPlace = g, free, n.Name, places[len(places)-1]
 		}
 	}
 	if best == nil {
