@@ -143,6 +143,10 @@ type cycle struct {
 	failed    map[int]string
 	noVictims map[int]bool
 	searches  int
+	// idleMIG lists the nodes with an idle MIG GPU migOffFor could turn
+	// whole (anyIdleMIG), until the plan changes.
+	idleMIG   []int
+	idleMIGOK bool
 	// endsBy[i] is when the last running job on node i (by position in
 	// the input's cluster) is expected to end, endUnknown[i] whether one
 	// has no estimate: a reservation's ready time (readyAt).
@@ -165,6 +169,7 @@ func (c *cycle) planChanged() {
 	c.free = -1
 	c.leavesOK = false
 	c.mayMemo = nil
+	c.idleMIGOK = false
 }
 
 // preemptKey identifies jobs whose victim searches would find the same:

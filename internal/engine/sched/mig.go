@@ -284,13 +284,24 @@ func (s *Scheduler) migOffFor(c *cycle, j *Job, reqs []*engine.Request, where fu
 // anyIdleMIG reports whether some node where allows has a MIG GPU that
 // migOffFor could turn whole.
 func (s *Scheduler) anyIdleMIG(c *cycle, where func(*cluster.Node) bool) bool {
-	for i := 0; i < c.st.Len(); i++ {
-		n := c.st.Node(i)
-		for k := range n.GPUs {
-			g := &n.GPUs[k]
-			if g.MIG && !g.Cordoned() && g.Idle() && s.cooled(c, n.Name, k) && (where == nil || where(n)) {
-				return true
+	// The nodes with such a GPU are listed once per change of the plan:
+	// every job that misses asks, and the answer reads every GPU.
+	if !c.idleMIGOK {
+		c.idleMIG, c.idleMIGOK = c.idleMIG[:0], true
+		for i := 0; i < c.st.Len(); i++ {
+			n := c.st.Node(i)
+			for k := range n.GPUs {
+				g := &n.GPUs[k]
+				if g.MIG && !g.Cordoned() && g.Idle() && s.cooled(c, n.Name, k) {
+					c.idleMIG = append(c.idleMIG, i)
+					break
+				}
 			}
+		}
+	}
+	for _, i := range c.idleMIG {
+		if where == nil || where(c.st.Node(i)) {
+			return true
 		}
 	}
 	return false
