@@ -207,6 +207,25 @@ func TestNode(t *testing.T) {
 	}
 }
 
+func TestNodeOverCountsEachGPUByTheChanceNoneOfTheNextTasksUsesIt(t *testing.T) {
+	// mix(): a (.4) 500 milli and b (.3) 2 GPUs, both 2000 CPU; c (.2)
+	// CPU-only; d (.1) 200 milli on G3 only. On V100 with 8000 CPU, the
+	// free GPUs of 1000 fit a and b: q = .2 + .1 = .3; 300 and 100 fit
+	// neither: q = 1.
+	d := mix()
+	left := []int{1000, 1000, 300, 100}
+	for _, h := range []int{1, 2, 5} {
+		want := 2000*math.Pow(0.3, float64(h)) + 400
+		if got := d.NodeOver("V100-16GB", 8000, 0, left, h); !near(got, want) {
+			t.Fatalf("NodeOver(%v, h=%d) = %v, want %v", left, h, got, want)
+		}
+	}
+	// Short of CPU, nothing fits anywhere: q = 1 everywhere, whatever h.
+	if got := d.NodeOver("V100-16GB", 1999, 0, left, 5); !near(got, 2400) {
+		t.Fatalf("NodeOver short of CPU = %v, want all 2400", got)
+	}
+}
+
 func TestNodeCountsFreeGPUsAsFragmentForCPUOnlyTasksWhateverTheCPU(t *testing.T) {
 	d := frag.Typicals(tasks{}.times(1, shape().cpu(64000)), 1, canonical)
 	for _, cpu := range []int64{0, 64000} {

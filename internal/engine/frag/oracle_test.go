@@ -2,6 +2,7 @@ package frag_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -199,6 +200,9 @@ func TestPartitaMeasuresStayInRange(t *testing.T) {
 		"Unbalanced": func(d *frag.Distribution, n nodeLeft) float64 {
 			return d.Unbalanced(n.model, n.cpu, n.mem, n.gpuLeft)
 		},
+		"NodeOver5": func(d *frag.Distribution, n nodeLeft) float64 {
+			return d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, 5)
+		},
 	}
 	for name, measure := range measures {
 		t.Run(name, func(t *testing.T) {
@@ -222,5 +226,24 @@ func TestPartitaMeasuresStayInRange(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNodeOverOneArrivalIsNode: a horizon of one task is FGD's fragment,
+// and a longer one never counts more.
+func TestNodeOverOneArrivalIsNode(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		d := frag.Typicals(randomShapes(rng, 5+rng.Intn(100)), frag.DefaultThreshold, canonical)
+		for k := 0; k < 50; k++ {
+			n := randomNode(rng)
+			one := d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, 1)
+			if want := d.Node(n.model, n.cpu, n.mem, n.gpuLeft); !near(one, want) {
+				t.Fatalf("seed %d: NodeOver(%s, 1) = %v, Node %v", seed, n, one, want)
+			}
+			if five := d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, 5); five > one+eps*math.Max(1, one) {
+				t.Fatalf("seed %d: NodeOver(%s, 5) = %v, more than over one task (%v)", seed, n, five, one)
+			}
+		}
 	}
 }

@@ -1,0 +1,44 @@
+package policies_test
+
+import (
+	"testing"
+
+	"partita.dev/partita/internal/engine/frag"
+	"partita.dev/partita/internal/engine/policies"
+)
+
+// TestPartitaLeavesTheRoomBesideA650ForA320: the expected tasks are, of
+// ten, one 470, one 650, one 320, three 230 shares and four whole GPUs. A
+// 230 arrives; "a650" holds a 650 (350 left), "a470" a 470 (530 left), and
+// ties would go to "a650" (rank 0).
+//
+// FGD looks one task ahead: the 350 beside the 650 is lost to 60 % of
+// tasks, so filling it (120 left, lost to all) gains 350·.6 − 120 = 90,
+// scoring 52, against 530·.5 − 300·.7 = 55 (score 51) beside the 470.
+// Partita's horizon for this mix is 3 (the 470's room, 530, is lost to
+// half the tasks: ⌊0.9·ln(60/1060)/ln .5⌋): the 350 room is lost only if
+// three tasks in a row cannot use it (.6³), so filling it with a 230 turns
+// 75.6 into 120 (score 48), and the 530 room 66 into 300·.7³ = 103 (score
+// 49). The 230 goes beside the 470; the 650 waits for the 320.
+func TestPartitaLeavesTheRoomBesideA650ForA320(t *testing.T) {
+	var shapes []frag.Shape
+	for milli, n := range map[int]int{470: 1, 650: 1, 320: 1, 230: 3, 1000: 4} {
+		for range n {
+			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
+		}
+	}
+	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	st := world(t, node("a650").gpus(1, "V100-16GB"), node("a470").gpus(1, "V100-16GB"))
+	allocateOn(t, st, "a650", running("x").share(0, 650))
+	allocateOn(t, st, "a470", running("y").share(0, 470))
+
+	for policy, want := range map[string]string{"fgd": "a650", "partita": "a470"} {
+		a, err := placeOne(t, mustPolicy(t, policy, cfg), st, task("t").share(230))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Node != want {
+			t.Errorf("%s placed the 230 on %s, want %s", policy, a.Node, want)
+		}
+	}
+}
