@@ -11,6 +11,8 @@ echo "== go vet"
 go vet ./...
 echo "== go test (main module)"
 go test -count=1 ./...
+echo "== go vet (scripts/fillbound, its own module)"
+(cd scripts/fillbound && go vet ./...)
 if [ -d test/integration ]; then
   echo "== go test (Kubernetes integration, test/integration)"
   (cd test/integration && go vet ./... && go test -count=1 -timeout 30m ./...)
