@@ -179,3 +179,26 @@ func TestCachesStayBoundedWhenJobsAreRebuiltEachCycle(t *testing.T) {
 		}
 	}
 }
+
+func TestQueuePositionsCountPerTeamIncludingTeamsNotInTheInput(t *testing.T) {
+	// One GPU: a1 takes it. Positions count each team's waiting jobs in
+	// order, the started one not counted; team x is not in the input
+	// (positions are kept by team position, with a map for such teams).
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(1).burst(1), team("b").guarantee(1).burst(1))
+	w.submit(
+		job("a1").team("a"), job("a2").team("a").submitted(time.Second), job("a3").team("a").submitted(2*time.Second),
+		job("b1").team("b").submitted(3*time.Second),
+		job("x1").team("x").submitted(4*time.Second), job("x2").team("x").submitted(5*time.Second),
+	)
+	d := w.cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"a1"}) {
+		t.Fatalf("started %v, want [a1]", got)
+	}
+	want := map[string]int{"a2": 1, "a3": 2, "b1": 1, "x1": 1, "x2": 2}
+	for id, pos := range want {
+		if got := d.Waiting[id].Position; got != pos {
+			t.Errorf("%s: position %d, want %d (%+v)", id, got, pos, d.Waiting[id])
+		}
+	}
+}
