@@ -232,14 +232,21 @@ func TestBriefFailuresSayOnlyThatNothingFits(t *testing.T) {
 	}
 }
 
-func TestFitsAgreesWithPlacingOnThatNodeAlone(t *testing.T) {
+// fitsWorld is a cluster whose nodes each refuse some tasks for another
+// reason (CPU, no GPU, a filter), and a placer for it.
+func fitsWorld(t *testing.T) (*cluster.State, *Placer) {
+	t.Helper()
 	st := world(t,
 		node("small").cpu(1000).gpus(1, "V100-16GB"),
 		node("cpu-only"),
 		node("big").gpus(2, "V100-32GB"),
 		node("refused").gpus(1, "V100-16GB"),
 	)
-	p := NewPlacer(Policy{Name: "test", Filters: []Filter{refuseNode("refused")}}, rand.New(rand.NewSource(1)))
+	return st, NewPlacer(Policy{Name: "test", Filters: []Filter{refuseNode("refused")}}, rand.New(rand.NewSource(1)))
+}
+
+func TestFitsAgreesWithPlacingOnThatNodeAlone(t *testing.T) {
+	st, p := fitsWorld(t)
 	for _, tk := range []workload.Task{task("a").cpu(500).share(500).build(), task("b").cpu(4000).gpus(2).build(), task("c").cpu(100).build()} {
 		r, err := p.Request(tk)
 		if err != nil {
@@ -256,13 +263,7 @@ func TestFitsAgreesWithPlacingOnThatNodeAlone(t *testing.T) {
 }
 
 func TestFitsSomewhereAgreesWithPlacing(t *testing.T) {
-	st := world(t,
-		node("small").cpu(1000).gpus(1, "V100-16GB"),
-		node("cpu-only"),
-		node("big").gpus(2, "V100-32GB"),
-		node("refused").gpus(1, "V100-16GB"),
-	)
-	p := NewPlacer(Policy{Name: "test", Filters: []Filter{refuseNode("refused")}}, rand.New(rand.NewSource(1)))
+	st, p := fitsWorld(t)
 	sets := map[string]func(*cluster.Node) bool{
 		"every node": nil,
 		"not big":    func(n *cluster.Node) bool { return n.Name != "big" },

@@ -816,24 +816,7 @@ func cpuBound(pods []*pod, rows []trace.Node, total int64) float64 {
 		groups[gi].cpu += float64(r.CPUMilli)
 		groups[gi].mem += float64(r.MemoryMiB)
 	}
-	// maximal patterns over sizes
-	var pats [][]int
-	cur := make([]int, len(sizes))
-	var rec func(i, rem int)
-	rec = func(i, rem int) {
-		if i == len(sizes) {
-			if rem < sizes[0] {
-				pats = append(pats, append([]int(nil), cur...))
-			}
-			return
-		}
-		for k := 0; k*sizes[i] <= rem; k++ {
-			cur[i] = k
-			rec(i+1, rem-k*sizes[i])
-		}
-		cur[i] = 0
-	}
-	rec(0, 1000)
+	pats := maximalPatterns(sizes)
 	G, S, C, P := len(groups), len(sizes), len(classes), len(pats)
 	// variables: y[p,g] (P*G), w[i,g] (C*G), slacks.
 	// rows: per g: GPUs (1), CPU (1), mem (1), per size: items - slots <= 0 (S); per class: sum_g w <= n (C).
@@ -1032,23 +1015,7 @@ func glpkBound(pods []*pod, rows []trace.Node, total int64, cpuPlaced bool) floa
 		groups[gi].cpu += r.CPUMilli
 		groups[gi].mem += r.MemoryMiB
 	}
-	var pats [][]int
-	cur := make([]int, len(sizes))
-	var rec func(i, rem int)
-	rec = func(i, rem int) {
-		if i == len(sizes) {
-			if rem < sizes[0] {
-				pats = append(pats, append([]int(nil), cur...))
-			}
-			return
-		}
-		for k := 0; k*sizes[i] <= rem; k++ {
-			cur[i] = k
-			rec(i+1, rem-k*sizes[i])
-		}
-		cur[i] = 0
-	}
-	rec(0, 1000)
+	pats := maximalPatterns(sizes)
 	var classes, cclasses []class
 	for c := range count {
 		classes = append(classes, c)
@@ -1165,4 +1132,28 @@ func glpkBound(pods []*pod, rows []trace.Node, total int64, cpuPlaced bool) floa
 	}
 	check(fmt.Errorf("no objective in glpsol output"))
 	return 0
+}
+
+// maximalPatterns lists the multisets of sizes (ascending) that fit in one
+// GPU (1000 milli) and leave no room for the smallest size: the columns of
+// the configuration LP. pats[p][i] is how many of sizes[i] pattern p holds.
+func maximalPatterns(sizes []int) [][]int {
+	var pats [][]int
+	cur := make([]int, len(sizes))
+	var rec func(i, rem int)
+	rec = func(i, rem int) {
+		if i == len(sizes) {
+			if rem < sizes[0] {
+				pats = append(pats, append([]int(nil), cur...))
+			}
+			return
+		}
+		for k := 0; k*sizes[i] <= rem; k++ {
+			cur[i] = k
+			rec(i+1, rem-k*sizes[i])
+		}
+		cur[i] = 0
+	}
+	rec(0, 1000)
+	return pats
 }

@@ -495,18 +495,7 @@ func (s *Scheduler) wantsMIG(reqs []*engine.Request) bool {
 // victims freed for a change that cannot come would be evicted for
 // nothing, and evicted again), on node or, when node is "", everywhere.
 func (s *Scheduler) convertIdle(c *cycle, st *cluster.State, node string) {
-	for i := 0; i < st.Len(); i++ {
-		n := st.Node(i)
-		if node != "" && n.Name != node {
-			continue
-		}
-		for k := range n.GPUs {
-			g := &n.GPUs[k]
-			if !g.MIG && g.Model.MIG && g.Idle() && !g.Cordoned() && s.cooled(c, n.Name, k) {
-				_ = st.SetMIG(n.Name, k, true)
-			}
-		}
-	}
+	s.turnIdle(c, st, node, true)
 }
 
 // wholeIdle turns MIG off, in a trial state, on the idle MIG GPUs that
@@ -514,9 +503,15 @@ func (s *Scheduler) convertIdle(c *cycle, st *cluster.State, node string) {
 // node or, when node is "", everywhere: the victims of a whole-GPU job may
 // leave it MIG GPUs, which are whole again one change later.
 func (s *Scheduler) wholeIdle(c *cycle, st *cluster.State, node string) {
-	if !s.cfg.MIG {
-		return
+	if s.cfg.MIG {
+		s.turnIdle(c, st, node, false)
 	}
+}
+
+// turnIdle sets MIG mode to mig, in a trial state, on the idle GPUs of a
+// MIG-capable model that repartition could change (not cordoned, out of
+// their cooldown), on node or, when node is "", everywhere.
+func (s *Scheduler) turnIdle(c *cycle, st *cluster.State, node string, mig bool) {
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
 		if node != "" && n.Name != node {
@@ -524,8 +519,8 @@ func (s *Scheduler) wholeIdle(c *cycle, st *cluster.State, node string) {
 		}
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
-			if g.MIG && g.Idle() && !g.Cordoned() && s.cooled(c, n.Name, k) {
-				_ = st.SetMIG(n.Name, k, false)
+			if g.MIG != mig && g.Model.MIG && g.Idle() && !g.Cordoned() && s.cooled(c, n.Name, k) {
+				_ = st.SetMIG(n.Name, k, mig)
 			}
 		}
 	}
