@@ -88,12 +88,6 @@ func (s *Scheduler) capacityOf(st *cluster.State) *workload.Capacity {
 	return s.capacity
 }
 
-// validity is a job's validation: why it can never run, or "".
-type validity struct {
-	tasks *workload.Task // the job's first task, as validated
-	why   string
-}
-
 func firstTask(j *Job) *workload.Task {
 	if len(j.Spec.Tasks) == 0 {
 		return nil
@@ -793,7 +787,6 @@ func (s *Scheduler) order(c *cycle) []*Job {
 }
 
 type shapeEntry struct {
-	key    string
 	demand int64
 	// ids number key|class|team|false and key|class|team|true: the keys
 	// of the failed-shape memo (the bool: may backfill) and of victim
@@ -826,15 +819,15 @@ func pendingSet(j *Job) (taskSet, bool) {
 	return ts, true
 }
 
-// shape returns j's shapeKey and demand, cached on j's entry (which
+// shape returns j's demand and key numbers, cached on j's entry (which
 // snapshot replaces when j's placement changes).
 func (s *Scheduler) shape(j *Job) *shapeEntry {
 	e := s.entry(j)
 	if e != nil && e.shapeFor != nil && e.shapeFor == firstTask(j) {
 		return &e.shape
 	}
-	sh := &shapeEntry{key: shapeKey(j), demand: demand(j)}
-	prefix := sh.key + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
+	sh := &shapeEntry{demand: demand(j)}
+	prefix := shapeKey(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
 	sh.ids = [2]int{s.keyID(prefix + "false"), s.keyID(prefix + "true")}
 	if e != nil && firstTask(j) != nil {
 		e.shape, e.shapeFor = *sh, firstTask(j)
