@@ -221,6 +221,9 @@ func engineConfig(opt Options) (sched.Config, error) {
 		return sched.Config{}, err
 	}
 	cfg.Grace = opt.Grace
+	// Moving running replicas (a second pod, then deleting the first) is
+	// not carried out by this scheduler yet.
+	cfg.Migrate = false
 	if opt.ReconfigCooldown > 0 {
 		cfg.ReconfigCooldown = opt.ReconfigCooldown
 	}

@@ -47,7 +47,12 @@ type Config struct {
 	// default scenario, research's experiments and search's services
 	// evicted each other hundreds of times a week: docs/mixed.md.)
 	ProtectProduction bool
-	Grace             time.Duration
+	// Migrate: production replicas on MIG instances may be moved to
+	// another node (make before break) to give a whole-GPU claim a node
+	// (migrate.go). Only a world that carries Decision.Migrations out may
+	// set it.
+	Migrate bool
+	Grace   time.Duration
 	// MIG: re-partition free regions of MIG-capable GPUs as demand shifts,
 	// and place memory profiles on MIG slices rather than shares.
 	MIG bool
@@ -87,6 +92,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, FairShare, true, true
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
 		c.ProtectProduction = true
+		c.Migrate = true
 		c.Reserve, c.ReserveAfter = true, 10*time.Minute
 	default:
 		return Config{}, fmt.Errorf("unknown scheduler %q (known: naive, gang-drf, partita)", name)

@@ -34,6 +34,11 @@ type Scheduler struct {
 	// still terminating the job waits instead of preempting again.
 	promised      map[string][]string
 	promisedNodes map[string]map[string]bool // the nodes each promised job will use
+	// moving maps a job to the old places of the replicas moved for it
+	// (migrate.go); moveBackoff holds off its next search after one that
+	// found nothing.
+	moving      map[string][]moveRef
+	moveBackoff map[string]time.Duration
 	// reservation is the gang holding nodes, if any.
 	reservation *reservation
 	// lastChange is when each GPU was last re-partitioned, and awaiting the
@@ -109,6 +114,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 	return &Scheduler{
 		cfg: cfg, placer: p,
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{},
+		moving: map[string][]moveRef{}, moveBackoff: map[string]time.Duration{},
 		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
@@ -137,6 +143,10 @@ type cycle struct {
 	failed    map[int]string
 	noVictims map[int]bool
 	searches  int
+	// moved: a search for replicas to move ran this cycle (one a cycle);
+	// ownerOf maps each placed task to its job (migrate.go).
+	moved   bool
+	ownerOf map[moveRef]taskOf
 	// idleMIG lists the nodes with an idle MIG GPU migOffFor could turn
 	// whole (anyIdleMIG), until the plan changes.
 	idleMIG   []int
@@ -400,8 +410,20 @@ func samePlacement(a, b []*cluster.Assignment) bool {
 // can take them; after that they are freed whether it started or not.
 func (s *Scheduler) settlePromises(c *cycle) {
 	for job := range s.promisedNodes {
-		if _, open := s.promised[job]; !open {
+		_, open := s.promised[job]
+		_, moving := s.moving[job]
+		if !open && !moving {
 			delete(s.promisedNodes, job)
+		}
+	}
+	for job, refs := range s.moving {
+		if j, ok := c.job(job); !ok || j.Phase != Pending {
+			delete(s.moving, job)
+			delete(s.promisedNodes, job)
+			continue
+		}
+		if s.movesDone(c, refs) {
+			delete(s.moving, job) // its nodes stay held for this cycle, as below
 		}
 	}
 	for job, victims := range s.promised {
@@ -440,6 +462,9 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	}
 	if _, waiting := s.promised[j.ID()]; waiting {
 		return WaitPreempting
+	}
+	if _, waiting := s.moving[j.ID()]; waiting {
+		return WaitMoving
 	}
 	if r := s.cfg.ProductionReserve; r > 0 && j.Spec.Class < workload.Production && !withinGuarantee(c, j) {
 		if c.freeNow()-c.demandOf(j) < r {
@@ -613,6 +638,8 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 	delete(s.attempts, j.ID())
 	delete(s.backoff, j.ID())
 	delete(s.promisedNodes, j.ID())
+	delete(s.moving, j.ID())
+	delete(s.moveBackoff, j.ID())
 	delete(s.searchBackoff, j.ID())
 	delete(s.rounds, j.ID())
 	if s.quotaHold[j.Spec.Team] == j.ID() {
@@ -688,6 +715,9 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 		}
 	}
 	if why := s.searchVictims(c, j, reqs); why != "" {
+		return why
+	}
+	if why := s.consolidate(c, j, reqs); why != "" {
 		return why
 	}
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {
@@ -923,7 +953,7 @@ func (s *Scheduler) forgetGone(c *cycle) {
 			}
 		}
 	}
-	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff} {
+	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff, s.moveBackoff} {
 		for id := range m {
 			if _, ok := c.job(id); !ok {
 				delete(m, id)

@@ -244,6 +244,9 @@ type world struct {
 	teams []Team
 	jobs  []*Job
 	now   time.Duration
+	// oldPlaces are the places of moved tasks, held until moved() (the
+	// world releases each when its new place is ready).
+	oldPlaces []cluster.Assignment
 }
 
 func newWorld(t testing.TB, st *cluster.State, sch *Scheduler, teams ...*teamBuilder) *world {
@@ -419,6 +422,18 @@ func (w *world) apply(d Decision) {
 			w.t.Fatalf("cordon %s/%d: %v", rc.Node, rc.GPU, err)
 		}
 	}
+	for _, m := range d.Migrations {
+		j := w.job(m.Job)
+		if j.Phase != Running || j.Placed[m.Task] == nil {
+			w.t.Fatalf("move %s task %d: job is %v, not running", m.Job, m.Task, j.Phase)
+		}
+		if err := w.st.Allocate(m.To); err != nil {
+			w.t.Fatalf("move %s task %d: %v", m.Job, m.Task, err)
+		}
+		w.oldPlaces = append(w.oldPlaces, *j.Placed[m.Task])
+		to := m.To
+		j.Placed[m.Task] = &to
+	}
 	for _, p := range d.Preemptions {
 		j := w.job(p.Job)
 		if j.Phase != Running {
@@ -429,6 +444,19 @@ func (w *world) apply(d Decision) {
 	if err := w.st.Check(); err != nil {
 		w.t.Fatalf("cluster invariant after the decision: %v", err)
 	}
+}
+
+// moved releases the old places of every task moved: their new places
+// are ready.
+func (w *world) moved() *world {
+	w.t.Helper()
+	for _, a := range w.oldPlaces {
+		if _, err := w.st.Release(a.Node, a.Task); err != nil {
+			w.t.Fatalf("release %s's old place: %v", a.Task, err)
+		}
+	}
+	w.oldPlaces = nil
+	return w
 }
 
 // uncordonAll ends every MIG change in flight.

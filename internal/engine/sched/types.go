@@ -113,6 +113,7 @@ type Decision struct {
 	Starts      []Start
 	Preemptions []Preemption
 	Reconfigs   []Reconfig
+	Migrations  []Migration
 	// Waiting says, for every pending job left waiting, its position in
 	// its team's queue (1 = next) and why it waits.
 	Waiting map[string]Wait
@@ -127,6 +128,18 @@ type Start struct {
 	// exist yet: the world creates it first, which takes the MIG
 	// reconfiguration delay.
 	Creates bool
+}
+
+// Migration moves one task of a running service to another node, make
+// before break: the world allocates To at once (creating its instance
+// first when Creates) and releases what the task held before only when
+// the new place is ready. No work is lost; the job keeps running.
+type Migration struct {
+	Job     string
+	Task    int
+	To      cluster.Assignment
+	Creates bool
+	For     string // the job it makes room for
 }
 
 // Preemption evicts a running job: it gets Grace to checkpoint and exit,
@@ -166,6 +179,7 @@ const (
 	WaitNoSlice     = "no fitting MIG slice yet"
 	WaitReconfig    = "waiting for a MIG reconfiguration"
 	WaitPreempting  = "waiting for preempted jobs to exit"
+	WaitMoving      = "waiting for services to move off its node"
 	WaitReserved    = "the free GPUs are reserved for an older gang"
 	WaitPriority    = "higher-priority jobs go first"
 	WaitProdReserve = "the last free GPUs are kept for production"

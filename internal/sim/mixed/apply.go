@@ -47,6 +47,11 @@ func (w *world) cycleOf(only []string) error {
 			return err
 		}
 	}
+	for _, m := range d.Migrations {
+		if err := w.migrate(m); err != nil {
+			return err
+		}
+	}
 	for _, rc := range d.Reconfigs {
 		if err := w.reconfigure(rc); err != nil {
 			return err
@@ -67,6 +72,24 @@ func (w *world) checkInvariants() error {
 		return fmt.Errorf("cluster invariant: %w", err)
 	}
 	cfg := w.sch.Config()
+	// Every allocation in the cluster is a task's place, or a moved
+	// task's old place not yet released: none leaks.
+	owned := 0
+	for _, j := range w.active {
+		for _, a := range j.Placed {
+			if a != nil {
+				owned++
+			}
+		}
+		owned += len(j.moved)
+	}
+	allocated := 0
+	for i := 0; i < w.st.Len(); i++ {
+		allocated += len(w.st.Node(i).Tasks())
+	}
+	if allocated != owned {
+		return fmt.Errorf("%d allocations in the cluster, %d held by jobs", allocated, owned)
+	}
 	held := map[string]int64{}
 	for _, j := range w.active {
 		placed := 0
@@ -223,6 +246,11 @@ func (w *world) depart(ref int) error {
 }
 
 func (w *world) releaseAll(j *job) error {
+	for len(j.moved) > 0 {
+		if err := w.releaseOld(j, j.moved[0].Node, j.moved[0].Task); err != nil {
+			return err
+		}
+	}
 	for i, a := range j.Placed {
 		if a == nil {
 			continue
@@ -243,6 +271,72 @@ func (w *world) removeActive(j *job) {
 			return
 		}
 	}
+}
+
+// migrate moves a task of a running service, make before break: the new
+// place is held at once, the old one until the new one is ready (its
+// instance created, when it had to be). The job runs on throughout.
+func (w *world) migrate(m sched.Migration) error {
+	j := w.byID[m.Job]
+	if j == nil || j.Phase != sched.Running || m.Task < 0 || m.Task >= len(j.Placed) || j.Placed[m.Task] == nil {
+		return fmt.Errorf("migrate %s task %d: not running", m.Job, m.Task)
+	}
+	if err := w.st.Allocate(m.To); err != nil {
+		return fmt.Errorf("migrate %s task %d: %w", m.Job, m.Task, err)
+	}
+	w.metrics.advance(w.now())
+	old := *j.Placed[m.Task]
+	t := j.Spec.Tasks[m.Task]
+	to := m.To
+	j.Placed[m.Task] = &to
+	oldNode, newNode := w.st.NodeByName(old.Node), w.st.NodeByName(to.Node)
+	if j.runSince >= 0 {
+		w.metrics.usefulNow += engine.Need(newNode, to, t) - engine.Need(oldNode, old, t)
+	}
+	for _, g := range to.Grants {
+		w.metrics.allocNow += engine.GrantShare(newNode, g)
+	}
+	if oom(newNode, to, t) {
+		w.metrics.oom++
+	}
+	j.moved = append(j.moved, old)
+	w.metrics.migrations++
+	ready := w.now()
+	if m.Creates {
+		ready += w.opt.ReconfigDelay
+		w.metrics.reconfigs++
+	}
+	for _, g := range to.Grants {
+		if g.Slice == nil {
+			continue
+		}
+		if at, ok := w.ready[instanceKey{to.Node, g.GPU, *g.Slice}]; ok && at > ready {
+			ready = at
+		}
+	}
+	w.tracef("move %s task %d (%s/%s) from %s to %s %v creates=%v for %s", m.Job, m.Task, j.Spec.Team, j.Spec.Class, old.Node, to.Node, grantsString(to), m.Creates, m.For)
+	w.after(ready-w.now(), timer{kind: tMoved, job: j, node: old.Node, task: old.Task, forJob: m.For})
+	return nil
+}
+
+// releaseOld releases a moved task's old place, if the job still holds it.
+func (w *world) releaseOld(j *job, node, task string) error {
+	for i, a := range j.moved {
+		if a.Node != node || a.Task != task {
+			continue
+		}
+		w.metrics.advance(w.now())
+		n := w.st.NodeByName(node)
+		for _, g := range a.Grants {
+			w.metrics.allocNow -= engine.GrantShare(n, g)
+		}
+		if _, err := w.st.Release(node, task); err != nil {
+			return fmt.Errorf("release %s's old place: %w", task, err)
+		}
+		j.moved = append(j.moved[:i], j.moved[i+1:]...)
+		return nil
+	}
+	return nil
 }
 
 // preempt starts a victim's grace period: it keeps its resources (and

@@ -26,6 +26,7 @@ type Result struct {
 	Preemptions          int                `json:"preemptions"`
 	LostGPUHours         float64            `json:"lost_gpu_hours"`
 	MIGReconfigurations  int                `json:"mig_reconfigurations"`
+	Migrations           int                `json:"migrations"`
 	Jobs                 int                `json:"jobs"`
 	Completed            int                `json:"completed"`
 	GPUs                 int                `json:"gpus"`
@@ -47,6 +48,7 @@ type metrics struct {
 	last        time.Duration
 	usefulNow   float64 // GPUs that running work needs now
 	allocNow    float64 // GPUs held now
+	migrations  int
 	usefulInt   float64 // GPU-seconds
 	allocInt    float64
 	oom         int
@@ -307,7 +309,7 @@ func (m *metrics) result(w *world) *Result {
 	horizon := w.sc.Duration.Seconds()
 	r := &Result{
 		Scenario: w.sc.Name, Scheduler: w.opt.Scheduler, OOMEvents: m.oom, Preemptions: m.preemptions,
-		MIGReconfigurations: m.reconfigs, GuaranteeViolation: m.violationS, LostGPUHours: m.lostGPUSec / 3600,
+		MIGReconfigurations: m.reconfigs, Migrations: m.migrations, GuaranteeViolation: m.violationS, LostGPUHours: m.lostGPUSec / 3600,
 		Jobs: len(w.jobs), GPUs: int(m.gpus), Timeline: m.timeline, WaitP95: map[string]float64{},
 		Entitlement: map[string]float64{},
 	}

@@ -70,6 +70,9 @@ type job struct {
 	// MIG instance had to be created for it.
 	readyAt  []time.Duration
 	runSince time.Duration // when the job last became complete and ready; -1 when not running
+	// moved holds the old places of tasks moved elsewhere (migrations),
+	// still allocated until the new place is ready.
+	moved    []cluster.Assignment
 	epoch    int           // bumps on every stop, so stale departures are ignored
 	queuedAt time.Duration // when it last entered the queue
 	started  bool          // has ever run
@@ -129,11 +132,12 @@ type world struct {
 }
 
 type timer struct {
-	kind  int // tGrace, tReconfig, tReady
+	kind  int // tGrace, tReconfig, tReady, tMoved
 	job   *job
 	epoch int
 	node  string
 	gpu   int
+	task  string // tMoved: the old place's task name, on node
 	// forJob is the job a change or an eviction makes room for: when it
 	// completes, that job gets a cycle at once, not at the next coalesced
 	// one (a production start would wait up to Coalesce more, and the
@@ -145,6 +149,7 @@ const (
 	tGrace = iota
 	tReconfig
 	tReady
+	tMoved
 )
 
 // Run simulates the scenario with one scheduler.
@@ -338,6 +343,12 @@ func (w *world) timer(ref int) error {
 		w.wantCycle()
 	case tReady:
 		w.maybeRun(t.job)
+	case tMoved:
+		if err := w.releaseOld(t.job, t.node, t.task); err != nil {
+			return err
+		}
+		w.roomReady(t.forJob)
+		w.wantCycle()
 	}
 	return nil
 }

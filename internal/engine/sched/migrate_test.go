@@ -1,0 +1,76 @@
+package sched
+
+import (
+	"slices"
+	"testing"
+)
+
+// movingWorld: on n1, a's production replica "serve" holds a 1g instance
+// of the only GPU; on n2, two more of a's replicas leave room beside them.
+// a is within its guarantee, so none of its replicas may be evicted for
+// b, who is owed a whole GPU and asks for one.
+func movingWorld(t *testing.T, tweak ...func(*Config)) *world {
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+		team("a").guarantee(2).burst(2), team("b").guarantee(1).burst(1)).at(hour)
+	w.runningSlice(job("serve").team("a").production().migProfile("1g.10gb"), "n1:0:1g.10gb@6")
+	w.runningSlice(job("other1").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	w.runningSlice(job("other2").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@5")
+	w.submit(job("train").team("b").gpus(1).submitted(hour))
+	return w
+}
+
+func TestAClaimGetsAGPUByMovingAServiceReplica(t *testing.T) {
+	w := movingWorld(t)
+	d := w.cycle()
+	if len(d.Preemptions) != 0 {
+		t.Fatalf("victims %v: a is within its guarantee", victimsOf(d))
+	}
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve" || d.Migrations[0].To.Node != "n2" || d.Migrations[0].For != "train" {
+		t.Fatalf("migrations %+v, want serve moved to n2 for train; train waits %q", d.Migrations, reasonOf(d, "train"))
+	}
+	if got := reasonOf(d, "train"); got != WaitMoving {
+		t.Errorf("train waits %q, want %q", got, WaitMoving)
+	}
+	serve := w.job("serve")
+	if serve.Phase != Running || serve.Placed[0].Node != "n2" {
+		t.Fatalf("serve is %v on %s, want running on n2", serve.Phase, serve.Placed[0].Node)
+	}
+	// Until the old replica is gone, n1 is train's: nothing else starts
+	// there and no more moves are made.
+	w.submit(job("notebook").team("a").bestEffort().migProfile("1g.10gb").submitted(hour))
+	if d := w.cycle(); len(d.Migrations) != 0 || reasonOf(d, "train") != WaitMoving {
+		t.Fatalf("while serve moves: migrations %+v, train waits %q", d.Migrations, reasonOf(d, "train"))
+	}
+	w.finish("notebook")
+	w.moved()
+	d = w.cycle()
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n1" || d.Reconfigs[0].MIG {
+		t.Fatalf("reconfigs %+v, want n1's GPU turned whole; train waits %q", d.Reconfigs, reasonOf(d, "train"))
+	}
+	w.uncordonAll()
+	if d := w.cycle(); !slices.Contains(startedJobs(d), "train") {
+		t.Fatalf("train did not start on the freed GPU: %q", reasonOf(d, "train"))
+	}
+	if train := w.job("train"); train.Placed[0].Node != "n1" {
+		t.Errorf("train on %s, want n1", train.Placed[0].Node)
+	}
+}
+
+func TestNoMovesWithoutMigrate(t *testing.T) {
+	w := movingWorld(t, func(c *Config) { c.Migrate = false })
+	d := w.cycle()
+	if len(d.Migrations) != 0 || len(d.Preemptions) != 0 || len(d.Starts) != 0 {
+		t.Fatalf("decision %+v, want train left waiting", d)
+	}
+}
+
+func TestNoMovesForWorkBeyondItsGuarantee(t *testing.T) {
+	// Without a guarantee, train would borrow: moving someone's service
+	// for borrowed capacity is not worth the churn.
+	w := movingWorld(t)
+	w.teams[1].Guarantee = 0
+	if d := w.cycle(); len(d.Migrations) != 0 {
+		t.Fatalf("migrations %+v for a job beyond its team's guarantee", d.Migrations)
+	}
+}
