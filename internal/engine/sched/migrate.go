@@ -16,9 +16,10 @@ import (
 // evicted. A serving replica keeps no state, though: it can be started
 // elsewhere and stopped here once the new one is ready (make before break,
 // as a rolling update does), losing no work and no capacity. consolidate
-// finds the node where the fewest such moves, and nothing else, make room
-// for the claim, and moves them; the claim is promised the node and takes
-// it once the old replicas are gone and its idle MIG GPUs are turned whole.
+// finds the node where the fewest such moves, with the fewest evictions
+// the claim may make anyway, make room for it; the claim is promised the
+// node and takes it once the old replicas and the victims are gone and
+// its idle MIG GPUs are turned whole.
 
 // maxMoves bounds the replicas moved for one job.
 const maxMoves = 8
@@ -28,8 +29,9 @@ type moveRef struct {
 	node, task string
 }
 
-// consolidate moves replicas for j when that, and nothing else, gives it
-// room; it returns WaitMoving when it did, or "".
+// consolidate moves replicas for j, evicting what else is in their way
+// that j may evict, when the victim search alone found no room; it
+// returns WaitMoving when it did, or "".
 func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string {
 	if !s.cfg.Migrate || !s.cfg.MIG || c.moved || c.in.Now < s.moveBackoff[j.ID()] {
 		return ""
@@ -46,6 +48,8 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 	during, after := c.st.Clone(), c.st.Clone()
 	var moves []Migration
 	var refs []moveRef
+	var victims []*Job
+	gone := map[*Job]bool{}
 	nodes := map[string]bool{}
 	where := s.widest(c, j)
 	for _, r := range reqs {
@@ -58,7 +62,7 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 			nodes[a.Node] = true
 			continue
 		}
-		m, node, next, ok := s.cheapestMoves(c, after, r, allowed, j, len(moves))
+		m, vs, node, next, ok := s.cheapestMoves(c, after, r, allowed, j, len(moves), gone)
 		if !ok {
 			return s.noMoves(c, j)
 		}
@@ -71,14 +75,21 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 			refs = append(refs, moveRef{node, v.Placed[mv.Task].Task})
 			moves = append(moves, mv)
 		}
+		for _, v := range vs {
+			gone[v] = true
+		}
+		victims = append(victims, vs...)
 		after, nodes[node] = next, true
 	}
 	if len(moves) == 0 {
-		return "" // it fits without moves: the next cycle places it
+		return "" // no replica in the way: the victim search's case
 	}
 	c.st = during
 	c.planChanged()
 	c.d.Migrations = append(c.d.Migrations, moves...)
+	if len(victims) > 0 {
+		s.preempt(c, j, victims, nodes)
+	}
 	s.promisedNodes[j.ID()] = nodes
 	s.moving[j.ID()] = refs
 	return WaitMoving
@@ -131,15 +142,20 @@ type taskOf struct {
 	moving bool // its old copy is still held: not moved again until it is gone
 }
 
-// cheapestMoves finds the node where moving the fewest replicas lets r
-// fit, among those allowed, and returns the moves, the node and the state
-// after them (replicas moved, idle MIG GPUs of the node turned whole, r
-// placed). done is the moves already planned for j's other tasks.
-func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request, allowed func(*cluster.Node) bool, j *Job, done int) ([]Migration, string, *cluster.State, bool) {
+// cheapestMoves finds the node where r fits at least cost, among those
+// allowed, once replicas are moved off it and, where moves alone do not
+// do, eligible victims evicted: fewest victims first, then the least
+// work they lose, then fewest moves. It returns the moves, the victims,
+// the node and the state after them (victims gone, replicas moved, idle
+// MIG GPUs of the node turned whole, r placed). done is the moves
+// already planned for j's other tasks; gone the victims.
+func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request, allowed func(*cluster.Node) bool, j *Job, done int, gone map[*Job]bool) ([]Migration, []*Job, string, *cluster.State, bool) {
 	owners := c.owners()
 	type cand struct {
-		node  string
-		tasks []taskOf
+		node    string
+		tasks   []taskOf
+		victims []*Job
+		cost    [3]int
 	}
 	var cands []cand
 	for i := 0; i < st.Len(); i++ {
@@ -147,74 +163,134 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 		if len(n.GPUs) < r.Count || !allowed(n) {
 			continue
 		}
-		// Per GPU, the replicas to move to free it; -1 when it cannot be.
-		type gpuCost struct {
-			tasks []taskOf
+		// Per GPU, the replicas to move and the jobs to evict to free it.
+		type freeing struct {
+			tasks   []taskOf
+			victims []*Job
 		}
-		var costs []gpuCost
+		var gpus []freeing
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
-			if g.Cordoned() || !r.AllowsModel(g.Model) {
+			if g.Cordoned() || !r.AllowsModel(g.Model) || g.MIG && !s.cooled(c, n.Name, k) {
 				continue
 			}
-			if g.Idle() {
-				if !g.MIG || s.cooled(c, n.Name, k) {
-					costs = append(costs, gpuCost{})
-				}
-				continue
-			}
-			if !g.MIG || !s.cooled(c, n.Name, k) {
-				continue
-			}
-			var ts []taskOf
+			var f freeing
 			ok := true
 			for _, a := range n.Tasks() {
-				on := false
-				for _, gr := range a.Grants {
-					on = on || gr.GPU == k
-				}
-				if !on {
+				if !holdsGPU(a, k) {
 					continue
 				}
 				o, known := owners[moveRef{n.Name, a.Task}]
-				if !known || o.job == j || !movable(c, o.job, o.job.Placed[o.task]) || o.job.Placed[o.task].Node != n.Name {
-					ok = false // an old copy being moved, or work that stays
+				switch {
+				case !known || o.job == j:
+					ok = false // an old copy being moved, or j's own
+				case gone[o.job]:
+				case g.MIG && movable(c, o.job, o.job.Placed[o.task]):
+					f.tasks = append(f.tasks, o)
+				case s.eligible(c, j, o.job) && !preemptedThisCycle(c, o.job):
+					f.victims = append(f.victims, o.job)
+				default:
+					ok = false
+				}
+				if !ok {
 					break
 				}
-				ts = append(ts, o)
 			}
 			if ok {
-				costs = append(costs, gpuCost{ts})
+				gpus = append(gpus, f)
 			}
 		}
-		if len(costs) < r.Count {
+		if len(gpus) < r.Count {
 			continue
 		}
-		sort.SliceStable(costs, func(a, b int) bool { return len(costs[a].tasks) < len(costs[b].tasks) })
-		var tasks []taskOf
-		for _, gc := range costs[:r.Count] {
-			tasks = append(tasks, gc.tasks...)
+		// The cheapest r.Count GPUs: a victim holding several is paid
+		// for once, so GPUs are taken greedily by what each adds.
+		cd := cand{node: n.Name}
+		picked := make([]bool, len(gpus))
+		evicted := map[*Job]bool{}
+		for len(cd.tasks) <= maxMoves && countTrue(picked) < r.Count {
+			best, bestCost := -1, [3]int{}
+			for x, f := range gpus {
+				if picked[x] {
+					continue
+				}
+				var cost [3]int
+				for _, v := range f.victims {
+					if !evicted[v] {
+						cost[0]++
+						cost[1] += victimCost(c, v)
+					}
+				}
+				cost[2] = len(f.tasks)
+				if best < 0 || less3(cost, bestCost) {
+					best, bestCost = x, cost
+				}
+			}
+			picked[best] = true
+			cd.tasks = append(cd.tasks, gpus[best].tasks...)
+			for _, v := range gpus[best].victims {
+				if !evicted[v] {
+					evicted[v] = true
+					cd.victims = append(cd.victims, v)
+				}
+			}
+			for x := range cd.cost {
+				cd.cost[x] += bestCost[x]
+			}
 		}
-		if len(tasks) > 0 && done+len(tasks) <= maxMoves {
-			cands = append(cands, cand{n.Name, tasks})
+		if len(cd.tasks) > 0 && done+len(cd.tasks) <= maxMoves && len(cd.victims) <= maxVictims {
+			cands = append(cands, cd)
 		}
 	}
-	sort.SliceStable(cands, func(a, b int) bool { return len(cands[a].tasks) < len(cands[b].tasks) })
+	sort.SliceStable(cands, func(a, b int) bool { return less3(cands[a].cost, cands[b].cost) })
 	for k, cd := range cands {
 		if k == 3 {
 			break // each try places every replica: the cheapest few suffice
 		}
-		if moves, next, ok := s.tryMoves(c, st, r, cd.node, cd.tasks, j); ok {
-			return moves, cd.node, next, true
+		if moves, next, ok := s.tryMoves(c, st, r, cd.node, cd.tasks, cd.victims, j); ok {
+			return moves, cd.victims, cd.node, next, true
 		}
 	}
-	return nil, "", nil, false
+	return nil, nil, "", nil, false
 }
 
-// tryMoves moves tasks off node on a copy of st, turns the node's idle
-// MIG GPUs whole and places r there.
-func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, node string, tasks []taskOf, j *Job) ([]Migration, *cluster.State, bool) {
+func holdsGPU(a cluster.Assignment, k int) bool {
+	for _, g := range a.Grants {
+		if g.GPU == k {
+			return true
+		}
+	}
+	return false
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+func less3(a, b [3]int) bool {
+	for x := range a {
+		if a[x] != b[x] {
+			return a[x] < b[x]
+		}
+	}
+	return false
+}
+
+// tryMoves evicts victims and moves tasks off node on a copy of st, turns
+// the node's idle MIG GPUs whole and places r there.
+func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, node string, tasks []taskOf, victims []*Job, j *Job) ([]Migration, *cluster.State, bool) {
 	trial := st.Clone()
+	for _, v := range victims {
+		if release(trial, v) != nil {
+			return nil, nil, false
+		}
+	}
 	for _, t := range tasks {
 		if _, err := trial.Release(node, t.job.Placed[t.task].Task); err != nil {
 			return nil, nil, false

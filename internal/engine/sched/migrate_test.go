@@ -74,3 +74,38 @@ func TestNoMovesForWorkBeyondItsGuarantee(t *testing.T) {
 		t.Fatalf("migrations %+v for a job beyond its team's guarantee", d.Migrations)
 	}
 }
+
+func TestMovesAndEvictionsTogetherFreeANode(t *testing.T) {
+	// On n1, c borrows one GPU and a's replica holds the other: b, owed
+	// two GPUs on one node, may evict c's job but not a's service, and
+	// neither alone frees n1. Together they do; on n2, a's own batch job
+	// stays.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(3).burst(3), team("b").guarantee(2).burst(2), team("c").burst(2)).at(hour)
+	w.migOff("n1", 0).migOff("n2", 1)
+	w.running(job("borrow").team("c").gpus(1), 0, 0, "n1:0")
+	w.runningSlice(job("serve").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@6")
+	w.runningSlice(job("other").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:1")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"borrow"}) {
+		t.Fatalf("victims %v, want [borrow]; train waits %q", got, reasonOf(d, "train"))
+	}
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve" || d.Migrations[0].To.Node != "n2" {
+		t.Fatalf("migrations %+v, want serve moved to n2", d.Migrations)
+	}
+	if got := reasonOf(d, "train"); got != WaitPreempting && got != WaitMoving {
+		t.Errorf("train waits %q", got)
+	}
+	w.release().moved()
+	d = w.cycle()
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n1" || d.Reconfigs[0].GPU != 1 || d.Reconfigs[0].MIG {
+		t.Fatalf("reconfigs %+v, want n1's GPU 1 turned whole; train waits %q", d.Reconfigs, reasonOf(d, "train"))
+	}
+	w.uncordonAll()
+	if d := w.cycle(); !slices.Contains(startedJobs(d), "train") {
+		t.Fatalf("train did not start on n1: %q", reasonOf(d, "train"))
+	}
+}
