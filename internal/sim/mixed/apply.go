@@ -218,6 +218,9 @@ func (w *world) maybeRun(j *job) {
 	}
 	j.runSince = w.now()
 	j.waits = append(j.waits, w.now()-j.queuedAt) // queued until it runs, instance creation included
+	if j.within {
+		j.waitsWithin = append(j.waitsWithin, w.now()-j.queuedAt)
+	}
 	w.tracef("run %s (%s/%s) after %.0fs, last reason %q", j.ID(), j.Spec.Team, j.Spec.Class, (w.now() - j.queuedAt).Seconds(), j.lastReason)
 	w.metrics.running(w, j)
 	if !j.started {
@@ -375,6 +378,7 @@ func (w *world) graceOver(j *job, epoch int) error {
 	j.runSince = -1
 	j.Phase = sched.Pending
 	j.queuedAt = w.now()
+	j.within = w.withinGuarantee(j)
 	w.wantCycle()
 	return nil
 }

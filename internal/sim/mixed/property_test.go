@@ -169,3 +169,29 @@ func TestAJobStartsWhenItsVictimsAreGone(t *testing.T) {
 	}
 	servedWithin(t, w, "b", w.sch.Config().Grace) // the victims' grace, nothing more
 }
+
+// A wait counts in wait_p95_within_guarantee_s only when it began with the
+// team owed the job's demand.
+func TestOnlyWaitsBegunWithinTheGuaranteeCountAsWithin(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "within.yaml"))
+	r, w := runWorld(t, sc, "partita")
+	var within []float64
+	for _, j := range w.jobs {
+		switch {
+		case j.ID() == "late-000000":
+			if len(j.waits) == 0 || len(j.waitsWithin) != 0 {
+				t.Errorf("late: %d waits, %d within; want its wait, not within (a held 16 of 8)", len(j.waits), len(j.waitsWithin))
+			}
+		case j.Spec.Team == "b":
+			if len(j.waitsWithin) != len(j.waits) || len(j.waits) == 0 {
+				t.Errorf("%s: %d waits, %d within; want every wait within", j.ID(), len(j.waits), len(j.waitsWithin))
+			}
+		}
+		for _, d := range j.waitsWithin {
+			within = append(within, d.Seconds())
+		}
+	}
+	if got, want := r.WaitP95WithinGuarantee["batch"], percentile(within, 95); got != want {
+		t.Errorf("within p95 %v, want %v", got, want)
+	}
+}

@@ -80,6 +80,11 @@ type job struct {
 	finish   time.Duration
 	firstRun time.Duration
 	waits    []time.Duration
+	// within: when it last entered the queue, its team's holdings plus
+	// its demand were within the team's guarantee; waitsWithin are the
+	// waits that began so.
+	within      bool
+	waitsWithin []time.Duration
 	// lastReason is the last wait reason traced.
 	lastReason string
 	// heldShare is the GPU the job's placed tasks hold (gpuShare).
@@ -257,12 +262,22 @@ func (w *world) loop() error {
 
 func (w *world) now() time.Duration { return w.q.Now() }
 
+// withinGuarantee says whether j's team, holding what it holds now, is
+// owed j's demand.
+func (w *world) withinGuarantee(j *job) bool {
+	if j.team < 0 {
+		return false
+	}
+	return teamUsage(w)[j.team]+float64(j.milli) <= float64(w.teams[j.team].Guarantee)
+}
+
 func (w *world) handle(ev sim.Event) error {
 	switch ev.Kind {
 	case evArrival:
 		j := w.jobs[ev.Ref]
 		j.Phase = sched.Pending
 		j.queuedAt = w.now()
+		j.within = w.withinGuarantee(j)
 		w.active = append(w.active, j)
 		w.metrics.arrived(j)
 		w.wantLight(j.ID())
