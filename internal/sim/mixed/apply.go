@@ -221,7 +221,7 @@ func (w *world) maybeRun(j *job) {
 	if j.within {
 		j.waitsWithin = append(j.waitsWithin, w.now()-j.queuedAt)
 	}
-	w.tracef("run %s (%s/%s) after %.0fs, last reason %q", j.ID(), j.Spec.Team, j.Spec.Class, (w.now() - j.queuedAt).Seconds(), j.lastReason)
+	w.tracef("run %s (%s/%s) after %.0fs, last reason %q, within guarantee %v", j.ID(), j.Spec.Team, j.Spec.Class, (w.now() - j.queuedAt).Seconds(), j.lastReason, j.within)
 	w.metrics.running(w, j)
 	if !j.started {
 		j.started = true
