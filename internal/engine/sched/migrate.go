@@ -286,16 +286,13 @@ func less3(a, b [3]int) bool {
 // the node's idle MIG GPUs whole and places r there.
 func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, node string, tasks []taskOf, victims []*Job, j *Job) ([]Migration, *cluster.State, bool) {
 	trial := st.Clone()
-	for _, v := range victims {
-		if release(trial, v) != nil {
-			return nil, nil, false
-		}
-	}
 	for _, t := range tasks {
 		if _, err := trial.Release(node, t.job.Placed[t.task].Task); err != nil {
 			return nil, nil, false
 		}
 	}
+	// The replicas move at once, the victims leave after their grace: the
+	// replicas' new places are found with the victims still there.
 	var moves []Migration
 	for _, t := range tasks {
 		req, err := s.placer.Request(t.job.Spec.Tasks[t.task])
@@ -310,6 +307,11 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 			return nil, nil, false
 		}
 		moves = append(moves, Migration{Job: t.job.ID(), Task: t.task, To: a, For: j.ID()})
+	}
+	for _, v := range victims {
+		if release(trial, v) != nil {
+			return nil, nil, false
+		}
 	}
 	s.wholeIdle(c, trial, node)
 	a, err := s.placer.PlaceIn(trial, r, func(n *cluster.Node) bool { return n.Name == node })
