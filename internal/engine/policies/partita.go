@@ -43,8 +43,9 @@ func Partita(c Config) (engine.Policy, error) {
 	typ := frag.Typicals(c.Shapes, frag.DefaultThreshold, canonical)
 	fs := fragScorer{name: "partita-frag", typ: typ, rate: gradient}
 	h := horizonFor(typ)
+	rooms := roomHorizons(typ, h)
 	fs.measure = func(model string, cpu, mem int64, left []int) float64 {
-		return typ.NodeOver(model, cpu, mem, left, h) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
+		return typ.NodeOverRooms(model, cpu, mem, left, h, rooms) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
 	}
 	s := &partita{frag: fs}
 	return engine.Policy{Name: "partita", Scorer: s, Picker: s, Adjuster: newReserve(c.Shapes, reserveFactor, canonical)}, nil
@@ -77,18 +78,7 @@ const (
 // collapses at 20). Without such a share, 5.
 func horizonFor(d *frag.Distribution) int {
 	const fallback = 5
-	byMilli := map[int]float64{}
-	for _, t := range d.Pods {
-		if t.Num == 1 && 1000/3 < t.Milli && t.Milli <= 500 {
-			byMilli[t.Milli] += t.P
-		}
-	}
-	m, best := 0, 0.0
-	for milli, p := range byMilli {
-		if p > best || (p == best && milli > m) {
-			m, best = milli, p
-		}
-	}
+	m := pairingShare(d)
 	if m == 0 {
 		return fallback
 	}
@@ -104,6 +94,66 @@ func horizonFor(d *frag.Distribution) int {
 	}
 	tip := math.Log(float64(sliver)/float64(2*room)) / math.Log(q)
 	return max(1, int(0.9*tip))
+}
+
+// sharesByMilli is the probability of each share size (1..999 milli, one
+// GPU) among the typical tasks, whatever their CPU, memory and models.
+func sharesByMilli(d *frag.Distribution) map[int]float64 {
+	by := map[int]float64{}
+	for _, t := range d.Pods {
+		if t.Num == 1 && 0 < t.Milli && t.Milli < 1000 {
+			by[t.Milli] += t.P
+		}
+	}
+	return by
+}
+
+// mostFrequent returns the most probable share size in (lo, hi], ties to
+// the larger, or 0 if there is none.
+func mostFrequent(by map[int]float64, lo, hi int) int {
+	m, best := 0, 0.0
+	for milli, p := range by {
+		if milli <= lo || milli > hi {
+			continue
+		}
+		if p > best || (p == best && milli > m) {
+			m, best = milli, p
+		}
+	}
+	return m
+}
+
+// pairingShare is the most frequent share that fits twice but not three
+// times on a GPU (470 in the Alibaba lists), or 0.
+func pairingShare(d *frag.Distribution) int {
+	return mostFrequent(sharesByMilli(d), 1000/3, 500)
+}
+
+// roomHorizons gives some small rooms twice the horizon h: a room too
+// small for the pairing share m, which the most frequent share that fits
+// it fills at least as tightly as two m's fill a GPU (1000-2m left: 60 in
+// the Alibaba lists). The 350 beside a 650 is one: a 320 leaves 30 there.
+// Over h arrivals such a room looks lost as often as not (the 320s are 4 %
+// of tasks), so a 230 took it (120 left, lost for good) while 320s opened
+// fresh GPUs; over 2h it waits for its 320. Rooms m fits keep h: those are
+// what the tipping point above bounds. Returns nil (h everywhere) without
+// a pairing share. The factor 2 is from a small grid (docs/fill.md, fourth
+// round): 1.75 gains less and 2.5 already loses on default.
+func roomHorizons(d *frag.Distribution, h int) []int {
+	m := pairingShare(d)
+	if m == 0 {
+		return nil
+	}
+	by := sharesByMilli(d)
+	sliver := 1000 - 2*m
+	rooms := make([]int, m)
+	for l := range rooms {
+		rooms[l] = h
+		if s := mostFrequent(by, 0, l); s > 0 && l-s <= sliver {
+			rooms[l] = 2 * h
+		}
+	}
+	return rooms
 }
 
 type partita struct {
