@@ -25,6 +25,10 @@ import (
 //     one task fits, so a node with 8 free GPUs and CPU for one more task
 //     looks unfragmented to it). The typical shapes carry host memory.
 //
+// Small rooms that their most frequent share fills tightly (the 350
+// beside a 650, for a 320) get twice the horizon; a share that fits a
+// sliver (the 190 beside an 810) goes there before anywhere else.
+//
 // On top, a reservation (reserve.go) keeps enough nodes able to host
 // multi-GPU tasks and enough GPUs of each model for the tasks that can run
 // only there, judged from the request distribution and what is free.
@@ -47,7 +51,7 @@ func Partita(c Config) (engine.Policy, error) {
 	fs.measure = func(model string, cpu, mem int64, left []int) float64 {
 		return typ.NodeOverRooms(model, cpu, mem, left, h, rooms) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
 	}
-	s := &partita{frag: fs}
+	s := &partita{frag: fs, sliver: sliverOf(typ)}
 	return engine.Policy{Name: "partita", Scorer: s, Picker: s, Adjuster: newReserve(c.Shapes, reserveFactor, canonical)}, nil
 }
 
@@ -156,18 +160,54 @@ func roomHorizons(d *frag.Distribution, h int) []int {
 	return rooms
 }
 
+// sliverOf is the room the most frequent share over 500 leaves on its GPU
+// (190 beside an 810 in the Alibaba lists) when the shares that fit that
+// room are rarer than the share that leaves it, so that such rooms
+// outnumber what can fill them; 0 otherwise.
+func sliverOf(d *frag.Distribution) int {
+	by := sharesByMilli(d)
+	big := mostFrequent(by, 500, 999)
+	if big == 0 {
+		return 0
+	}
+	room, fit := 1000-big, 0.0
+	for milli, p := range by {
+		if milli <= room {
+			fit += p
+		}
+	}
+	if fit >= by[big] {
+		return 0
+	}
+	return room
+}
+
+// sliverScore puts a share that fits a sliver above every fragment score
+// (0..100), so it fills one wherever one is left.
+const sliverScore = 101
+
 type partita struct {
 	frag fragScorer
+	// sliver is the largest room a share goes to before anything else:
+	// such rooms are left beside the frequent big shares (the 190 beside
+	// each 810), only the rare small shares fit them, and a small share
+	// put anywhere else takes room a bigger share could use.
+	sliver int
 }
 
 func (*partita) Name() string { return "partita" }
 
-// Score: MIG scores live in migChoice's band above 1e12 and fragment
-// scores in 0..100, so a node is never compared across the two kinds (a
+// Score: MIG scores live in migChoice's band above 1e12, a share that
+// fills a sliver scores 101 and fragment scores are 0..100, so a node is never compared across the two kinds (a
 // request takes a MIG instance on every node it could use, or on none).
 func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
 	if h, sc, ok := migChoice(n, r); ok {
 		return sc, h
+	}
+	if r.Kind == workload.Fraction && r.Milli <= s.sliver {
+		if i := s.tightestSliver(n, r); i >= 0 {
+			return sliverScore, engine.Hint{Set: true, GPU: i}
+		}
 	}
 	sc, h := s.frag.Score(n, r)
 	if r.Kind == workload.WholeGPUs {
@@ -182,6 +222,23 @@ func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint)
 		return sc*100 + int64(99-min(migGPUs, 99)), h
 	}
 	return sc, h
+}
+
+// tightestSliver returns the partly used GPU of n with the least room
+// that still fits the share r, among rooms of at most s.sliver, or -1.
+func (s *partita) tightestSliver(n *cluster.Node, r *engine.Request) int {
+	best, room := -1, 0
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		f := g.Free()
+		if g.MIG || g.Used() == 0 || f < r.Milli || f > s.sliver || !r.AllowsModel(g.Model) {
+			continue
+		}
+		if best < 0 || f < room {
+			best, room = i, f
+		}
+	}
+	return best
 }
 
 // Pick honours the scorer's hint; whole GPUs and MIG without a hint go as
