@@ -186,6 +186,16 @@ func (d *Distribution) Node(model string, cpuLeft, memLeft int64, left []int) fl
 // lost, while a sliver only rare tasks fit (60, or 190 beside an 810) still
 // is. NodeOver(…, 1) equals Node.
 func (d *Distribution) NodeOver(model string, cpuLeft, memLeft int64, left []int, h int) float64 {
+	return d.nodeOver(model, cpuLeft, memLeft, left, h, nil)
+}
+
+// NodeOverRooms is NodeOver with a horizon per room: a free GPU with l
+// milli left is given rooms[l] arrivals (h where l is past the table).
+func (d *Distribution) NodeOverRooms(model string, cpuLeft, memLeft int64, left []int, h int, rooms []int) float64 {
+	return d.nodeOver(model, cpuLeft, memLeft, left, h, rooms)
+}
+
+func (d *Distribution) nodeOver(model string, cpuLeft, memLeft int64, left []int, h int, rooms []int) float64 {
 	total := 0
 	for _, l := range left {
 		total += l
@@ -225,8 +235,12 @@ func (d *Distribution) NodeOver(model string, cpuLeft, memLeft int64, left []int
 		if l == 0 {
 			continue
 		}
+		n := h
+		if l < len(rooms) {
+			n = rooms[l]
+		}
 		p := 1.0
-		for range h {
+		for range n {
 			p *= q[j]
 		}
 		f += float64(l) * p

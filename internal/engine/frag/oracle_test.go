@@ -247,3 +247,31 @@ func TestNodeOverOneArrivalIsNode(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeOverRoomsPerRoom: NodeOverRooms gives a free GPU with l milli
+// left rooms[l] arrivals, and h where l is past the table: without a
+// table, or with one that holds the same horizon c for every room, it is
+// NodeOver with h, or with c.
+func TestNodeOverRoomsPerRoom(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		d := frag.Typicals(randomShapes(rng, 5+rng.Intn(100)), frag.DefaultThreshold, canonical)
+		for k := 0; k < 50; k++ {
+			n := randomNode(rng)
+			h, c := 1+rng.Intn(10), 1+rng.Intn(20)
+			rooms := make([]int, 1001)
+			for l := range rooms {
+				rooms[l] = c
+			}
+			if got, want := d.NodeOverRooms(n.model, n.cpu, n.mem, n.gpuLeft, h, nil), d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, h); !near(got, want) {
+				t.Fatalf("seed %d: NodeOverRooms(%s, %d, nil) = %v, NodeOver %v", seed, n, h, got, want)
+			}
+			if got, want := d.NodeOverRooms(n.model, n.cpu, n.mem, n.gpuLeft, h, rooms), d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, c); !near(got, want) {
+				t.Fatalf("seed %d: NodeOverRooms(%s, %d, all %d) = %v, NodeOver with %d %v", seed, n, h, c, got, c, want)
+			}
+			if got, want := d.NodeOverRooms(n.model, n.cpu, n.mem, n.gpuLeft, h, rooms[:1]), d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, h); !near(got, want) {
+				t.Fatalf("seed %d: NodeOverRooms(%s, %d, table for room 0 only) = %v, NodeOver %v", seed, n, h, got, want)
+			}
+		}
+	}
+}

@@ -25,6 +25,10 @@ import (
 //     one task fits, so a node with 8 free GPUs and CPU for one more task
 //     looks unfragmented to it). The typical shapes carry host memory.
 //
+// Small rooms that their most frequent share fills tightly (the 350
+// beside a 650, for a 320) get twice the horizon; a share that fits a
+// sliver (the 190 beside an 810) goes there before anywhere else.
+//
 // On top, a reservation (reserve.go) keeps enough nodes able to host
 // multi-GPU tasks and enough GPUs of each model for the tasks that can run
 // only there, judged from the request distribution and what is free.
@@ -43,10 +47,11 @@ func Partita(c Config) (engine.Policy, error) {
 	typ := frag.Typicals(c.Shapes, frag.DefaultThreshold, canonical)
 	fs := fragScorer{name: "partita-frag", typ: typ, rate: gradient}
 	h := horizonFor(typ)
+	rooms := roomHorizons(typ, h)
 	fs.measure = func(model string, cpu, mem int64, left []int) float64 {
-		return typ.NodeOver(model, cpu, mem, left, h) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
+		return typ.NodeOverRooms(model, cpu, mem, left, h, rooms) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
 	}
-	s := &partita{frag: fs}
+	s := &partita{frag: fs, sliver: sliverOf(typ)}
 	return engine.Policy{Name: "partita", Scorer: s, Picker: s, Adjuster: newReserve(c.Shapes, reserveFactor, canonical)}, nil
 }
 
@@ -77,18 +82,7 @@ const (
 // collapses at 20). Without such a share, 5.
 func horizonFor(d *frag.Distribution) int {
 	const fallback = 5
-	byMilli := map[int]float64{}
-	for _, t := range d.Pods {
-		if t.Num == 1 && 1000/3 < t.Milli && t.Milli <= 500 {
-			byMilli[t.Milli] += t.P
-		}
-	}
-	m, best := 0, 0.0
-	for milli, p := range byMilli {
-		if p > best || (p == best && milli > m) {
-			m, best = milli, p
-		}
-	}
+	m := pairingShare(d)
 	if m == 0 {
 		return fallback
 	}
@@ -106,18 +100,114 @@ func horizonFor(d *frag.Distribution) int {
 	return max(1, int(0.9*tip))
 }
 
+// sharesByMilli is the probability of each share size (1..999 milli, one
+// GPU) among the typical tasks, whatever their CPU, memory and models.
+func sharesByMilli(d *frag.Distribution) map[int]float64 {
+	by := map[int]float64{}
+	for _, t := range d.Pods {
+		if t.Num == 1 && 0 < t.Milli && t.Milli < 1000 {
+			by[t.Milli] += t.P
+		}
+	}
+	return by
+}
+
+// mostFrequent returns the most probable share size in (lo, hi], ties to
+// the larger, or 0 if there is none.
+func mostFrequent(by map[int]float64, lo, hi int) int {
+	m, best := 0, 0.0
+	for milli, p := range by {
+		if milli <= lo || milli > hi {
+			continue
+		}
+		if p > best || (p == best && milli > m) {
+			m, best = milli, p
+		}
+	}
+	return m
+}
+
+// pairingShare is the most frequent share that fits twice but not three
+// times on a GPU (470 in the Alibaba lists), or 0.
+func pairingShare(d *frag.Distribution) int {
+	return mostFrequent(sharesByMilli(d), 1000/3, 500)
+}
+
+// roomHorizons gives some small rooms twice the horizon h: a room too
+// small for the pairing share m, which the most frequent share that fits
+// it fills at least as tightly as two m's fill a GPU (1000-2m left: 60 in
+// the Alibaba lists). The 350 beside a 650 is one: a 320 leaves 30 there.
+// Over h arrivals such a room looks lost as often as not (the 320s are 4 %
+// of tasks), so a 230 took it (120 left, lost for good) while 320s opened
+// fresh GPUs; over 2h it waits for its 320. Rooms m fits keep h: those are
+// what the tipping point above bounds. Returns nil (h everywhere) without
+// a pairing share. The factor 2 is from a small grid (docs/fill.md, fourth
+// round): 1.75 gains less and 2.5 already loses on default.
+func roomHorizons(d *frag.Distribution, h int) []int {
+	m := pairingShare(d)
+	if m == 0 {
+		return nil
+	}
+	by := sharesByMilli(d)
+	sliver := 1000 - 2*m
+	rooms := make([]int, m)
+	for l := range rooms {
+		rooms[l] = h
+		if s := mostFrequent(by, 0, l); s > 0 && l-s <= sliver {
+			rooms[l] = 2 * h
+		}
+	}
+	return rooms
+}
+
+// sliverOf is the room the most frequent share over 500 leaves on its GPU
+// (190 beside an 810 in the Alibaba lists) when the shares that fit that
+// room are rarer than the share that leaves it, so that such rooms
+// outnumber what can fill them; 0 otherwise.
+func sliverOf(d *frag.Distribution) int {
+	by := sharesByMilli(d)
+	big := mostFrequent(by, 500, 999)
+	if big == 0 {
+		return 0
+	}
+	room, fit := 1000-big, 0.0
+	for milli, p := range by {
+		if milli <= room {
+			fit += p
+		}
+	}
+	if fit >= by[big] {
+		return 0
+	}
+	return room
+}
+
+// sliverScore puts a share that fits a sliver above every fragment score
+// (0..100), so it fills one wherever one is left.
+const sliverScore = 101
+
 type partita struct {
 	frag fragScorer
+	// sliver is the largest room a share goes to before anything else:
+	// such rooms are left beside the frequent big shares (the 190 beside
+	// each 810), only the rare small shares fit them, and a small share
+	// put anywhere else takes room a bigger share could use.
+	sliver int
 }
 
 func (*partita) Name() string { return "partita" }
 
-// Score: MIG scores live in migChoice's band above 1e12 and fragment
-// scores in 0..100, so a node is never compared across the two kinds (a
+// Score: MIG scores live in migChoice's band above 1e12, a share that
+// fills a sliver scores 101 and fragment scores are 0..100, so a node is never compared across the two kinds (a
 // request takes a MIG instance on every node it could use, or on none).
 func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
 	if h, sc, ok := migChoice(n, r); ok {
 		return sc, h
+	}
+	if r.Kind == workload.Fraction && r.Milli <= s.sliver {
+		if i := s.tightestSliver(n, r); i >= 0 {
+			return sliverScore, engine.Hint{Set: true, GPU: i}
+		}
 	}
 	sc, h := s.frag.Score(n, r)
 	if r.Kind == workload.WholeGPUs {
@@ -132,6 +222,23 @@ func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint)
 		return sc*100 + int64(99-min(migGPUs, 99)), h
 	}
 	return sc, h
+}
+
+// tightestSliver returns the partly used GPU of n with the least room
+// that still fits the share r, among rooms of at most s.sliver, or -1.
+func (s *partita) tightestSliver(n *cluster.Node, r *engine.Request) int {
+	best, room := -1, 0
+	for i := range n.GPUs {
+		g := &n.GPUs[i]
+		f := g.Free()
+		if g.MIG || g.Used() == 0 || f < r.Milli || f > s.sliver || !r.AllowsModel(g.Model) {
+			continue
+		}
+		if best < 0 || f < room {
+			best, room = i, f
+		}
+	}
+	return best
 }
 
 // Pick honours the scorer's hint; whole GPUs and MIG without a hint go as

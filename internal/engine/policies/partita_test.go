@@ -42,3 +42,70 @@ func TestPartitaLeavesTheRoomBesideA650ForA320(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon: of 100 expected
+// tasks, 62 whole GPUs, 13 810s, nine 470s, four 320s, three 650s, two
+// 230s, two 460s, and five rare shares (50..90) that fall outside the 95 %
+// of typical tasks. The 470's room (530) is lost to 78/95 of them, so the
+// horizon is 13 (⌊0.9·ln(60/1060)/ln .821⌋). A 230 arrives; "a650" holds a
+// 650 (350 left, rank 0), "a230" a 230 (770 left).
+//
+// Over 13 arrivals the 350 room is lost with chance (89/95)¹³: 150 milli,
+// so filling it (120 left, lost for good) gains 30 and scores 50, against
+// 49 beside the 230. But the most frequent share that fits 350 is the
+// 320, which leaves 30, no more than two 470s leave (60): the room gets
+// twice the horizon, 64 milli over 26 arrivals, and filling it scores 48.
+// The 230 goes beside the 230.
+func TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon(t *testing.T) {
+	var shapes []frag.Shape
+	for milli, n := range map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
+		for range n {
+			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
+		}
+	}
+	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	st := world(t, node("a650").gpus(1, "V100-16GB"), node("a230").gpus(1, "V100-16GB"))
+	allocateOn(t, st, "a650", running("x").share(0, 650))
+	allocateOn(t, st, "a230", running("y").share(0, 230))
+
+	a, err := placeOne(t, mustPolicy(t, "partita", cfg), st, task("t").share(230))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Node != "a230" {
+		t.Errorf("partita placed the 230 on %s, want a230", a.Node)
+	}
+}
+
+// TestPartitaFillsTheSliverBesideAn810First: of 100 expected tasks, 40
+// 810s, 36 160s, 14 whole GPUs, five 470s, and five rare shares that fall
+// outside the 95 % of typical tasks. A 160 arrives; "a470" holds a 470
+// (530 left, rank 0), "a810" an 810 (190 left).
+//
+// The horizon is 4 (the 530 room is lost to 54/95 of tasks), and the 190
+// room, which the 160 fills leaving 30, gets 8: the fragment expects the
+// sliver filled anyway, so filling it now (4 milli of fragment to 30)
+// scores 49, and the 470's room (530 to 370, 55 milli of fragment to 55)
+// 50. But the 810s leave more slivers than the 160s can fill, and what
+// the 160 takes beside the 470 is room a 470 could use: partita puts it
+// in the sliver.
+func TestPartitaFillsTheSliverBesideAn810First(t *testing.T) {
+	var shapes []frag.Shape
+	for milli, n := range map[int]int{810: 40, 160: 36, 1000: 14, 470: 5, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
+		for range n {
+			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
+		}
+	}
+	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	st := world(t, node("a470").gpus(1, "V100-16GB"), node("a810").gpus(1, "V100-16GB"))
+	allocateOn(t, st, "a470", running("x").share(0, 470))
+	allocateOn(t, st, "a810", running("y").share(0, 810))
+
+	a, err := placeOne(t, mustPolicy(t, "partita", cfg), st, task("t").share(160))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Node != "a810" {
+		t.Errorf("partita placed the 160 on %s, want a810", a.Node)
+	}
+}
