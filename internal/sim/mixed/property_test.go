@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/scenario"
 )
 
@@ -194,4 +195,55 @@ func TestOnlyWaitsBegunWithinTheGuaranteeCountAsWithin(t *testing.T) {
 	if got, want := r.WaitP95WithinGuarantee["batch"], percentile(within, 95); got != want {
 		t.Errorf("within p95 %v, want %v", got, want)
 	}
+}
+
+// A move holds both places until the new one is ready; a job that stops
+// in between releases both, and the move's completion then finds nothing
+// to release. The GPU held returns to zero.
+func TestAJobStoppedDuringAMoveReleasesBothPlaces(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "move.yaml"))
+	_, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: 1, Check: true})
+	j := w.byID["serve-000000"]
+	if j == nil || j.Phase != sched.Running {
+		t.Fatalf("serve is not running at the end of the hour")
+	}
+	old := *j.Placed[0]
+	other := ""
+	for i := 0; i < w.st.Len(); i++ {
+		if n := w.st.Node(i).Name; n != old.Node {
+			other = n
+		}
+	}
+	to := old
+	to.Node = other
+	if err := w.migrate(sched.Migration{Job: j.ID(), Task: 0, To: to, Creates: true, For: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := allocations(w); got != 2 {
+		t.Fatalf("%d allocations during the move, want 2 (old and new place)", got)
+	}
+	if err := w.checkInvariants(); err != nil {
+		t.Fatalf("during the move: %v", err)
+	}
+	w.metrics.progress(w, j)
+	if err := w.releaseAll(j); err != nil {
+		t.Fatal(err)
+	}
+	if got := allocations(w); got != 0 || len(j.moved) != 0 {
+		t.Fatalf("after the stop: %d allocations, %d old places kept; want none", got, len(j.moved))
+	}
+	if err := w.releaseOld(j, old.Node, old.Task); err != nil {
+		t.Fatalf("the move completing after the stop: %v", err)
+	}
+	if a := w.metrics.allocNow; a > 1e-9 || a < -1e-9 {
+		t.Errorf("GPU held after the stop: %v, want 0", a)
+	}
+}
+
+func allocations(w *world) int {
+	n := 0
+	for i := 0; i < w.st.Len(); i++ {
+		n += len(w.st.Node(i).Tasks())
+	}
+	return n
 }
