@@ -27,7 +27,9 @@ import (
 //
 // Small rooms that their most frequent share fills tightly (the 350
 // beside a 650, for a 320) get twice the horizon; a share that fits a
-// sliver (the 190 beside an 810) goes there before anywhere else.
+// sliver (the 190 beside an 810) goes there before anywhere else, and
+// so, next, does a share that leaves no more than two pairing shares
+// leave (60: a 320 beside a 650, a 470 beside a 470).
 //
 // On top, a reservation (reserve.go) keeps enough nodes able to host
 // multi-GPU tasks and enough GPUs of each model for the tasks that can run
@@ -51,7 +53,7 @@ func Partita(c Config) (engine.Policy, error) {
 	fs.measure = func(model string, cpu, mem int64, left []int) float64 {
 		return typ.NodeOverRooms(model, cpu, mem, left, h, rooms) + balanceWeight*typ.Unbalanced(model, cpu, mem, left)
 	}
-	s := &partita{frag: fs, sliver: sliverOf(typ)}
+	s := &partita{frag: fs, sliver: sliverOf(typ), fit: fitOf(typ)}
 	return engine.Policy{Name: "partita", Scorer: s, Picker: s, Adjuster: newReserve(c.Shapes, reserveFactor, canonical)}, nil
 }
 
@@ -182,6 +184,16 @@ func sliverOf(d *frag.Distribution) int {
 	return room
 }
 
+// fitOf is 1000-2m for the pairing share m (60 in the Alibaba lists),
+// or 0 without one: a share that leaves at most that much on a partly
+// used GPU goes there first (partita.fit).
+func fitOf(d *frag.Distribution) int {
+	if m := pairingShare(d); m > 0 {
+		return 1000 - 2*m
+	}
+	return 0
+}
+
 // sliverScore puts a share that fits a sliver above every fragment score
 // (0..100), so it fills one wherever one is left.
 const sliverScore = 101
@@ -193,19 +205,32 @@ type partita struct {
 	// each 810), only the rare small shares fit them, and a small share
 	// put anywhere else takes room a bigger share could use.
 	sliver int
+	// fit is the most a share may leave on a partly used GPU and still go
+	// there before the fragment score is asked: 1000-2m, what two pairing
+	// shares m leave (60 in the Alibaba lists; 0 without m). Such a fit
+	// (a 320 beside a 650, a 470 beside a 470) is as tight as the
+	// pairing the horizon is bounded to keep, and a room left open
+	// instead may never see its filler.
+	fit int
 }
 
 func (*partita) Name() string { return "partita" }
 
 // Score: MIG scores live in migChoice's band above 1e12, a share that
-// fills a sliver scores 101 and fragment scores are 0..100, so a node is never compared across the two kinds (a
+// fills a sliver or fits a room tightly scores 101 and fragment scores
+// are 0..100, so a node is never compared across the two kinds (a
 // request takes a MIG instance on every node it could use, or on none).
 func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint) {
 	if h, sc, ok := migChoice(n, r); ok {
 		return sc, h
 	}
 	if r.Kind == workload.Fraction && r.Milli <= s.sliver {
-		if i := s.tightestSliver(n, r); i >= 0 {
+		if i := s.tightest(n, r, s.sliver, s.sliver); i >= 0 {
+			return sliverScore, engine.Hint{Set: true, GPU: i}
+		}
+	}
+	if r.Kind == workload.Fraction && s.fit > 0 {
+		if i := s.tightest(n, r, 1000, s.fit); i >= 0 {
 			return sliverScore, engine.Hint{Set: true, GPU: i}
 		}
 	}
@@ -224,14 +249,15 @@ func (s *partita) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hint)
 	return sc, h
 }
 
-// tightestSliver returns the partly used GPU of n with the least room
-// that still fits the share r, among rooms of at most s.sliver, or -1.
-func (s *partita) tightestSliver(n *cluster.Node, r *engine.Request) int {
+// tightest returns the partly used GPU of n with the least room that
+// still fits the share r, among rooms of at most maxRoom where r leaves
+// at most maxLeft, or -1.
+func (s *partita) tightest(n *cluster.Node, r *engine.Request, maxRoom, maxLeft int) int {
 	best, room := -1, 0
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		f := g.Free()
-		if g.MIG || g.Used() == 0 || f < r.Milli || f > s.sliver || !r.AllowsModel(g.Model) {
+		if g.MIG || g.Used() == 0 || f < r.Milli || f > maxRoom || f-r.Milli > maxLeft || !r.AllowsModel(g.Model) {
 			continue
 		}
 		if best < 0 || f < room {

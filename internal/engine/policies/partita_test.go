@@ -109,3 +109,39 @@ func TestPartitaFillsTheSliverBesideAn810First(t *testing.T) {
 		t.Errorf("partita placed the 160 on %s, want a810", a.Node)
 	}
 }
+
+// TestPartitaTakesANearPerfectFitFirst: the mix of
+// TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon, with 8 cores for
+// a whole GPU and 4 for every share. A 320 (1 core) arrives; "tight" has
+// a free GPU but only 5 cores (rank 0), so no whole GPU fits there and
+// most of its GPU counts as stranded; "a650" holds a 650 (350 left,
+// rank 1).
+//
+// The fragment favours "tight" (54 against 50): a light 320 there frees
+// more stranded GPU than it closes elsewhere. But beside the 650 the 320
+// leaves 30, no more than two 470s leave (60): a fit as tight as the
+// pairing the horizon keeps, so partita takes it before asking the
+// fragment, and the 350 room does not wait for a 320 that may not come.
+func TestPartitaTakesANearPerfectFitFirst(t *testing.T) {
+	var shapes []frag.Shape
+	for milli, n := range map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
+		cpu := int64(4000)
+		if milli == 1000 {
+			cpu = 8000
+		}
+		for range n {
+			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1, CPUMilli: cpu})
+		}
+	}
+	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	st := world(t, node("tight").cpu(5000).gpus(1, "V100-16GB"), node("a650").gpus(1, "V100-16GB"))
+	allocateOn(t, st, "a650", running("x").share(0, 650))
+
+	a, err := placeOne(t, mustPolicy(t, "partita", cfg), st, task("t").cpu(1000).share(320))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Node != "a650" {
+		t.Errorf("partita placed the 320 on %s, want a650", a.Node)
+	}
+}
