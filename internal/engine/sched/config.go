@@ -52,6 +52,10 @@ type Config struct {
 	// (migrate.go). Only a world that carries Decision.Migrations out may
 	// set it.
 	Migrate bool
+	// GuaranteeFirst: pending claims within their team's guarantee are
+	// considered before all other pending work, whatever its class
+	// (order).
+	GuaranteeFirst bool
 	Grace   time.Duration
 	// MIG: re-partition free regions of MIG-capable GPUs as demand shifts,
 	// and place memory profiles on MIG slices rather than shares.
@@ -93,6 +97,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
 		c.ProtectProduction = true
 		c.Migrate = true
+		c.GuaranteeFirst = true
 		c.Reserve, c.ReserveAfter = true, 10*time.Minute
 	default:
 		return Config{}, fmt.Errorf("unknown scheduler %q (known: naive, gang-drf, partita)", name)

@@ -788,31 +788,51 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 	return ""
 }
 
-// order returns the pending jobs in the order they are considered.
+// order returns the pending jobs in the order they are considered. With
+// GuaranteeFirst, claims within their team's guarantee come before
+// everything else, then by class: otherwise capacity freed while a team
+// waits for what it is owed goes to a higher class that borrows, which
+// the claim may then not take back (ProtectProduction).
 func (s *Scheduler) order(c *cycle) []*Job {
-	var pending []*Job
+	type keyed struct {
+		j      *Job
+		within bool
+		share  float64
+	}
+	var ks []keyed
+	share := s.shareFunc(c)
 	for _, j := range c.in.Jobs {
 		if j.Phase == Pending {
-			pending = append(pending, j)
+			k := keyed{j: j}
+			if s.cfg.Order != FIFO {
+				k.share = share(j.Spec.Team)
+			}
+			if s.cfg.GuaranteeFirst {
+				k.within = withinGuarantee(c, j)
+			}
+			ks = append(ks, k)
 		}
 	}
-	share := s.shareFunc(c)
-	sort.SliceStable(pending, func(a, b int) bool {
-		x, y := pending[a], pending[b]
-		if s.cfg.ClassOrder && x.Spec.Class != y.Spec.Class {
-			return x.Spec.Class > y.Spec.Class
+	sort.SliceStable(ks, func(a, b int) bool {
+		x, y := &ks[a], &ks[b]
+		if x.within != y.within {
+			return x.within
 		}
-		if s.cfg.Order != FIFO && x.Spec.Team != y.Spec.Team {
-			sx, sy := share(x.Spec.Team), share(y.Spec.Team)
-			if sx != sy {
-				return sx < sy
-			}
+		if s.cfg.ClassOrder && x.j.Spec.Class != y.j.Spec.Class {
+			return x.j.Spec.Class > y.j.Spec.Class
 		}
-		if x.Submitted != y.Submitted {
-			return x.Submitted < y.Submitted
+		if s.cfg.Order != FIFO && x.j.Spec.Team != y.j.Spec.Team && x.share != y.share {
+			return x.share < y.share
 		}
-		return x.ID() < y.ID()
+		if x.j.Submitted != y.j.Submitted {
+			return x.j.Submitted < y.j.Submitted
+		}
+		return x.j.ID() < y.j.ID()
 	})
+	pending := make([]*Job, len(ks))
+	for i := range ks {
+		pending[i] = ks[i].j
+	}
 	return pending
 }
 

@@ -9,8 +9,9 @@ import (
 	"partita.dev/partita/internal/workload"
 )
 
-// The order pending jobs are considered in: class, then fairness between
-// teams, then submission time, then ID.
+// The order pending jobs are considered in: claims within their team's
+// guarantee first (partita), then class, then fairness between teams,
+// then submission time, then ID.
 
 func TestClassOrderPutsProductionBeforeBatchBeforeBestEffort(t *testing.T) {
 	tests := []struct {
@@ -34,6 +35,26 @@ func TestClassOrderPutsProductionBeforeBatchBeforeBestEffort(t *testing.T) {
 				t.Errorf("order = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestAClaimWithinItsGuaranteeGoesBeforeBorrowingProduction(t *testing.T) {
+	// b holds its guarantee, so its service borrows; a is owed a GPU. The
+	// claim goes first under partita; gang-drf keeps class order.
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	for _, tc := range []struct {
+		preset string
+		want   []string
+	}{
+		{"partita", []string{"a-claim", "b-serve"}},
+		{"gang-drf", []string{"b-serve", "a-claim"}},
+	} {
+		w := newWorld(t, st.Clone(), newScheduler(t, tc.preset, st), team("a").guarantee(2).burst(8), team("b").guarantee(1).burst(8))
+		w.running(job("b-train").team("b").gpus(1), 0, 0, "n1:0")
+		w.submit(job("a-claim").team("a").bestEffort().submitted(0), job("b-serve").team("b").production().submitted(0))
+		if got := orderOf(w); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: order = %v, want %v", tc.preset, got, tc.want)
+		}
 	}
 }
 
@@ -80,8 +101,8 @@ func TestFairShareOrdersTeams(t *testing.T) {
 			want:    []string{"a-job", "b-job"},
 		},
 		{
-			name:    "class goes before fairness",
-			teams:   []*teamBuilder{team("rich").guarantee(1).burst(8), team("poor").guarantee(8).burst(8)},
+			name:    "beyond the guarantees, class goes before fairness",
+			teams:   []*teamBuilder{team("rich").guarantee(1).burst(8), team("poor").burst(8)},
 			holding: map[string]int{"rich": 4},
 			pending: []*jobBuilder{job("poor-batch").team("poor").submitted(0), job("rich-serve").team("rich").production().submitted(time.Minute)},
 			want:    []string{"rich-serve", "poor-batch"},
@@ -199,8 +220,9 @@ func TestOrderLeavesRunningAndTerminatingJobsOut(t *testing.T) {
 }
 
 // naiveOrder is the ordering rule written out plainly, as the oracle for
-// Scheduler.order: each pending job gets a key (class, team share,
-// submission, ID) and the keys are compared field by field.
+// Scheduler.order: each pending job gets a key (within its team's
+// guarantee under GuaranteeFirst, class, team share, submission, ID) and
+// the keys are compared field by field.
 func naiveOrder(w *world) []string {
 	cfg := w.sch.Config()
 	teams := map[string]Team{}
@@ -257,6 +279,7 @@ func naiveOrder(w *world) []string {
 	}
 	type keyed struct {
 		id        string
+		owed      int // 0 for a claim within its team's guarantee (GuaranteeFirst), else 1
 		class     int
 		share     float64
 		submitted time.Duration
@@ -266,14 +289,27 @@ func naiveOrder(w *world) []string {
 		if j.Phase != Pending {
 			continue
 		}
-		k := keyed{id: j.ID(), share: share(j.Spec.Team), submitted: j.Submitted}
+		k := keyed{id: j.ID(), owed: 1, share: share(j.Spec.Team), submitted: j.Submitted}
 		if cfg.ClassOrder {
 			k.class = -int(j.Spec.Class)
+		}
+		if t, known := teams[j.Spec.Team]; cfg.GuaranteeFirst && known {
+			var want float64
+			for i, task := range j.Spec.Tasks {
+				if j.Placed[i] == nil {
+					want += float64((&workload.Job{Tasks: []workload.Task{task}}).GPUMilli())
+				}
+			}
+			if used[j.Spec.Team]+want <= float64(t.Guarantee) {
+				k.owed = 0
+			}
 		}
 		ks = append(ks, k)
 	}
 	less := func(a, b keyed) bool {
 		switch {
+		case a.owed != b.owed:
+			return a.owed < b.owed
 		case a.class != b.class:
 			return a.class < b.class
 		case a.share != b.share:

@@ -148,9 +148,12 @@ func TestAGangWaitingOnItsQuotaHoldsIt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// The gang's cycle at tc.at comes first (it takes the hold
+			// then, if it is due); the small job arrives right after.
 			w := quotaHoldWorld(t, tc.preset)
-			w.submit(tc.newJob.submitted(time.Minute))
-			d := w.at(tc.at).cycle()
+			w.at(tc.at).cycle()
+			w.submit(tc.newJob.submitted(tc.at))
+			d := w.at(tc.at + time.Second).cycle()
 			if got := reasonOf(d, "gang"); got != WaitQuota {
 				t.Fatalf("gang waits %q, want %q", got, WaitQuota)
 			}
