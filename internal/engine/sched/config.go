@@ -56,7 +56,7 @@ type Config struct {
 	// considered before all other pending work, whatever its class
 	// (order).
 	GuaranteeFirst bool
-	Grace   time.Duration
+	Grace          time.Duration
 	// MIG: re-partition free regions of MIG-capable GPUs as demand shifts,
 	// and place memory profiles on MIG slices rather than shares.
 	MIG bool
