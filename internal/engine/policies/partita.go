@@ -59,10 +59,12 @@ func Partita(c Config) (engine.Policy, error) {
 
 // One configuration for every workload (docs/fill.md: the grid it came
 // from). balanceWeight weighs stranded GPU against FGD's fragment, both in
-// milli-GPU; reserveFactor scales the expected demand reservations cover.
+// milli-GPU; reserveFactor scales the expected demand reservations cover
+// (1.5 since the sixth round: a k-GPU task refused near the end leaves its
+// GPUs to 1-GPU tasks and 810s, and each 810 leaves a 190 sliver).
 const (
 	balanceWeight = 1.0
-	reserveFactor = 1.0
+	reserveFactor = 1.5
 )
 
 // horizonFor is how many arrivals a free room is given to be used
@@ -144,7 +146,8 @@ func pairingShare(d *frag.Distribution) int {
 // fresh GPUs; over 2h it waits for its 320. Rooms m fits keep h: those are
 // what the tipping point above bounds. Returns nil (h everywhere) without
 // a pairing share. The factor 2 is from a small grid (docs/fill.md, fourth
-// round): 1.75 gains less and 2.5 already loses on default.
+// round): 1.75 gains less and 2.5 already loses on default. Rooms up to
+// the sliver (sliverOf) get no horizon at all (sixth round).
 func roomHorizons(d *frag.Distribution, h int) []int {
 	m := pairingShare(d)
 	if m == 0 {
@@ -158,6 +161,14 @@ func roomHorizons(d *frag.Distribution, h int) []int {
 		if s := mostFrequent(by, 0, l); s > 0 && l-s <= sliver {
 			rooms[l] = 2 * h
 		}
+	}
+	// Rooms no bigger than the big share's sliver (sliverOf: the 190
+	// beside each 810) outnumber what can fill them, and their fillers go
+	// to those slivers first (partita.Score): a share that leaves such a
+	// room elsewhere (a 230 beside a 590 leaves 180) leaves it for good,
+	// so it counts as lost at once (horizon 0), as the 810s' own do.
+	for l := 0; l <= sliverOf(d) && l < len(rooms); l++ {
+		rooms[l] = 0
 	}
 	return rooms
 }

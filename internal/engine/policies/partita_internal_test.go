@@ -1,8 +1,10 @@
 package policies
 
 import (
+	"fmt"
 	"testing"
 
+	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine/frag"
 )
 
@@ -44,5 +46,69 @@ func TestHorizonForStopsBeforePairingTips(t *testing.T) {
 		if got := horizonFor(mixOf(tt.mix)); got != tt.want {
 			t.Errorf("%s: horizonFor = %d, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestRoomHorizonsCountSliversLostAtOnce: 810s leave 190 rooms faster
+// than the 160s fill them (40 against 36 of the 95 typical tasks; the
+// five rare shares fall outside), so a room of at
+// most 190 gets no horizon, though the 160 would fill it tightly (30
+// left) and the fourth round's rule alone gives it twice the horizon;
+// the 200 room keeps that (40 left).
+func TestRoomHorizonsCountSliversLostAtOnce(t *testing.T) {
+	var shapes []frag.Shape
+	for milli, n := range map[int]int{810: 40, 160: 36, 1000: 14, 470: 5, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
+		for range n {
+			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
+		}
+	}
+	d := frag.Typicals(shapes, frag.DefaultThreshold, nil)
+	h := horizonFor(d)
+	rooms := roomHorizons(d, h)
+	for _, l := range []int{0, 30, 160, 190} {
+		if rooms[l] != 0 {
+			t.Errorf("room %d: horizon %d, want 0 (a sliver)", l, rooms[l])
+		}
+	}
+	if rooms[200] != 2*h {
+		t.Errorf("room 200: horizon %d, want %d (twice h)", rooms[200], 2*h)
+	}
+	if rooms[469] != h {
+		t.Errorf("room 469: horizon %d, want %d", rooms[469], h)
+	}
+}
+
+// TestReserveCoversHalfAgainTheExpectedDemand: 2-GPU tasks are 80 % of
+// the GPU demand; of 7 free GPUs about 7·0.8/2 = 2.8 nodes' worth will be
+// asked for as 2-GPU tasks. Three nodes can host one: more than 2.8, but
+// no more than the 4.2 the reservation covers, so they are scarce.
+func TestReserveCoversHalfAgainTheExpectedDemand(t *testing.T) {
+	var shapes []frag.Shape
+	for range 6 {
+		shapes = append(shapes, frag.Shape{Milli: 1000, Num: 2})
+	}
+	for range 3 {
+		shapes = append(shapes, frag.Shape{Milli: 1000, Num: 1})
+	}
+	var nodes []*cluster.Node
+	for i, g := range []int{2, 2, 2, 1} {
+		n, err := cluster.BuildNode(cluster.NodeSpec{Name: fmt.Sprintf("n%d", i), CPUMilli: 64000, MemoryMiB: 256 * 1024, GPUs: g, GPUModel: "V100-16GB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Rank = i
+		nodes = append(nodes, n)
+	}
+	st, err := cluster.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReserve(shapes, reserveFactor, nil)
+	r.Prepare(st, nil)
+	if r.hosts[2] != 3 {
+		t.Fatalf("hosts for 2-GPU tasks: %d, want 3", r.hosts[2])
+	}
+	if !r.scarce[2] {
+		t.Errorf("3 hosts for an expected demand of 2.8 (covered to %.1f): not scarce, want scarce", 2.8*reserveFactor)
 	}
 }
