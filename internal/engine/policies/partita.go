@@ -60,11 +60,11 @@ func Partita(c Config) (engine.Policy, error) {
 // One configuration for every workload (docs/fill.md: the grid it came
 // from). balanceWeight weighs stranded GPU against FGD's fragment, both in
 // milli-GPU; reserveFactor scales the expected demand reservations cover
-// (1.5 since the sixth round: a k-GPU task refused near the end leaves its
-// GPUs to 1-GPU tasks and 810s, and each 810 leaves a 190 sliver).
+// (1.5 gained 0.025 on multigpu40 in the sixth round but made the mixed
+// benchmark's 1,000-GPU week 25-45 % slower: not kept).
 const (
 	balanceWeight = 1.0
-	reserveFactor = 1.5
+	reserveFactor = 1
 )
 
 // horizonFor is how many arrivals a free room is given to be used

@@ -1,10 +1,8 @@
 package policies
 
 import (
-	"fmt"
 	"testing"
 
-	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine/frag"
 )
 
@@ -75,40 +73,5 @@ func TestRoomHorizonsCountSliversLostAtOnce(t *testing.T) {
 	}
 	if rooms[469] != h {
 		t.Errorf("room 469: horizon %d, want %d", rooms[469], h)
-	}
-}
-
-// TestReserveCoversHalfAgainTheExpectedDemand: 2-GPU tasks are 80 % of
-// the GPU demand; of 7 free GPUs about 7·0.8/2 = 2.8 nodes' worth will be
-// asked for as 2-GPU tasks. Three nodes can host one: more than 2.8, but
-// no more than the 4.2 the reservation covers, so they are scarce.
-func TestReserveCoversHalfAgainTheExpectedDemand(t *testing.T) {
-	var shapes []frag.Shape
-	for range 6 {
-		shapes = append(shapes, frag.Shape{Milli: 1000, Num: 2})
-	}
-	for range 3 {
-		shapes = append(shapes, frag.Shape{Milli: 1000, Num: 1})
-	}
-	var nodes []*cluster.Node
-	for i, g := range []int{2, 2, 2, 1} {
-		n, err := cluster.BuildNode(cluster.NodeSpec{Name: fmt.Sprintf("n%d", i), CPUMilli: 64000, MemoryMiB: 256 * 1024, GPUs: g, GPUModel: "V100-16GB"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Rank = i
-		nodes = append(nodes, n)
-	}
-	st, err := cluster.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newReserve(shapes, reserveFactor, nil)
-	r.Prepare(st, nil)
-	if r.hosts[2] != 3 {
-		t.Fatalf("hosts for 2-GPU tasks: %d, want 3", r.hosts[2])
-	}
-	if !r.scarce[2] {
-		t.Errorf("3 hosts for an expected demand of 2.8 (covered to %.1f): not scarce, want scarce", 2.8*reserveFactor)
 	}
 }
