@@ -21,13 +21,7 @@ import (
 // 75.6 into 120 (score 48), and the 530 room 66 into 300·.7³ = 103 (score
 // 49). The 230 goes beside the 470; the 650 waits for the 320.
 func TestPartitaLeavesTheRoomBesideA650ForA320(t *testing.T) {
-	var shapes []frag.Shape
-	for milli, n := range map[int]int{470: 1, 650: 1, 320: 1, 230: 3, 1000: 4} {
-		for range n {
-			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
-		}
-	}
-	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	cfg := mixConfig(map[int]int{470: 1, 650: 1, 320: 1, 230: 3, 1000: 4}, nil)
 	st := world(t, node("a650").gpus(1, "V100-16GB"), node("a470").gpus(1, "V100-16GB"))
 	allocateOn(t, st, "a650", running("x").share(0, 650))
 	allocateOn(t, st, "a470", running("y").share(0, 470))
@@ -57,13 +51,7 @@ func TestPartitaLeavesTheRoomBesideA650ForA320(t *testing.T) {
 // twice the horizon, 64 milli over 26 arrivals, and filling it scores 48.
 // The 230 goes beside the 230.
 func TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon(t *testing.T) {
-	var shapes []frag.Shape
-	for milli, n := range map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
-		for range n {
-			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
-		}
-	}
-	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	cfg := mixConfig(map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1}, nil)
 	st := world(t, node("a650").gpus(1, "V100-16GB"), node("a230").gpus(1, "V100-16GB"))
 	allocateOn(t, st, "a650", running("x").share(0, 650))
 	allocateOn(t, st, "a230", running("y").share(0, 230))
@@ -90,13 +78,7 @@ func TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon(t *testing.T) {
 // the 160 takes beside the 470 is room a 470 could use: partita puts it
 // in the sliver.
 func TestPartitaFillsTheSliverBesideAn810First(t *testing.T) {
-	var shapes []frag.Shape
-	for milli, n := range map[int]int{810: 40, 160: 36, 1000: 14, 470: 5, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
-		for range n {
-			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1})
-		}
-	}
-	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+	cfg := mixConfig(map[int]int{810: 40, 160: 36, 1000: 14, 470: 5, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1}, nil)
 	st := world(t, node("a470").gpus(1, "V100-16GB"), node("a810").gpus(1, "V100-16GB"))
 	allocateOn(t, st, "a470", running("x").share(0, 470))
 	allocateOn(t, st, "a810", running("y").share(0, 810))
@@ -123,17 +105,12 @@ func TestPartitaFillsTheSliverBesideAn810First(t *testing.T) {
 // pairing the horizon keeps, so partita takes it before asking the
 // fragment, and the 350 room does not wait for a 320 that may not come.
 func TestPartitaTakesANearPerfectFitFirst(t *testing.T) {
-	var shapes []frag.Shape
-	for milli, n := range map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1} {
-		cpu := int64(4000)
+	cfg := mixConfig(map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1}, func(milli int) int64 {
 		if milli == 1000 {
-			cpu = 8000
+			return 8000
 		}
-		for range n {
-			shapes = append(shapes, frag.Shape{Milli: milli, Num: 1, CPUMilli: cpu})
-		}
-	}
-	cfg := policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
+		return 4000
+	})
 	st := world(t, node("tight").cpu(5000).gpus(1, "V100-16GB"), node("a650").gpus(1, "V100-16GB"))
 	allocateOn(t, st, "a650", running("x").share(0, 650))
 
@@ -144,4 +121,21 @@ func TestPartitaTakesANearPerfectFitFirst(t *testing.T) {
 	if a.Node != "a650" {
 		t.Errorf("partita placed the 320 on %s, want a650", a.Node)
 	}
+}
+
+// mixConfig is the policy configuration for a mix of one-GPU tasks:
+// counts[milli] tasks of each size, all typical, each with cpu(milli)
+// millicores (none when cpu is nil).
+func mixConfig(counts map[int]int, cpu func(milli int) int64) policies.Config {
+	var shapes []frag.Shape
+	for milli, n := range counts {
+		s := frag.Shape{Milli: milli, Num: 1}
+		if cpu != nil {
+			s.CPUMilli = cpu(milli)
+		}
+		for range n {
+			shapes = append(shapes, s)
+		}
+	}
+	return policies.Config{Typical: frag.Typicals(shapes, 1, canonical), Shapes: shapes, Canonical: canonical}
 }
