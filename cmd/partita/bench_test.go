@@ -168,3 +168,39 @@ func TestBenchNeedsASubcommand(t *testing.T) {
 		}
 	}
 }
+
+// --production-reserve replaces the scenario's production_reserve_gpus
+// (3 in the fixture: partita leaves 3 of the node's 8 GPUs to production).
+func TestBenchMixedProductionReserve(t *testing.T) {
+	const scenario = "../../internal/sim/mixed/testdata/reserve.yaml"
+	allocated := func(extra ...string) float64 {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args := append([]string{"bench", "mixed", "--scenario", scenario, "--policies", "partita", "--json"}, extra...)
+		if code := dispatch(args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errOut.String())
+		}
+		var got struct {
+			Policies map[string]struct {
+				Allocated float64 `json:"allocated_utilization"`
+			} `json:"policies"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Policies["partita"].Allocated
+	}
+	if got := allocated(); got > 5.0/8+1e-9 {
+		t.Errorf("the scenario's reserve: allocated %.3f, want at most 5 of 8 GPUs", got)
+	}
+	if got := allocated("--production-reserve", "0"); got < 7.5/8 {
+		t.Errorf("--production-reserve 0: allocated %.3f, want the whole node", got)
+	}
+	for _, bad := range []string{"-2", "NaN", "+Inf", "x"} {
+		var out, errOut bytes.Buffer
+		code := dispatch([]string{"bench", "mixed", "--scenario", scenario, "--production-reserve", bad}, &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "production-reserve") {
+			t.Errorf("--production-reserve %s: exit %d, stderr %q; want exit 2 naming the flag", bad, code, errOut.String())
+		}
+	}
+}

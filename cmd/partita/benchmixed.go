@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -27,13 +28,17 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	tracePath := fs.String("trace", "", "write every decision carried out to this file (one run only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the runs to this file")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the runs to this file")
-	reserve := fs.Float64("production-reserve", 0, "GPUs kept free of borrowed batch and best-effort work, for production")
+	reserve := fs.Float64("production-reserve", -1, "GPUs partita keeps free of borrowed batch and best-effort work, for production (-1: the scenario's production_reserve_gpus)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !(*reserve >= 0) { // also NaN
-		fmt.Fprintf(stderr, "bench mixed: --production-reserve %v: want a number of GPUs, 0 or more\n", *reserve)
-		return 2
+	var reserveGPUs *float64 // nil: the scenario's
+	if *reserve != -1 {
+		if !(*reserve >= 0) || math.IsInf(*reserve, 1) { // also NaN
+			fmt.Fprintf(stderr, "bench mixed: --production-reserve %v: want a number of GPUs, 0 or more (-1: the scenario's)\n", *reserve)
+			return 2
+		}
+		reserveGPUs = reserve
 	}
 	if os.Getenv("GOGC") == "" {
 		// A simulation allocates fast and keeps little: a week of
@@ -91,7 +96,7 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	var results []*mixed.Result
 	for _, name := range splitList(*policyList) {
 		start := time.Now()
-		r, err := mixed.Run(sc, mixed.Options{Scheduler: name, Seed: *seed, Trace: trace, ProductionReserveGPUs: *reserve})
+		r, err := mixed.Run(sc, mixed.Options{Scheduler: name, Seed: *seed, Trace: trace, ProductionReserveGPUs: reserveGPUs})
 		if err != nil {
 			fmt.Fprintf(stderr, "bench mixed: %s: %v\n", name, err)
 			return 1

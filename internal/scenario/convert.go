@@ -23,7 +23,7 @@ type converter struct {
 }
 
 func convert(raw *rawScenario, file string, ix *index) (*Scenario, error) {
-	s := &Scenario{File: file, Name: raw.Name, Duration: raw.Duration.d, Seed: int64(raw.Seed), lines: ix.lines}
+	s := &Scenario{File: file, Name: raw.Name, Duration: raw.Duration.d, Seed: int64(raw.Seed), ProductionReserveGPUs: int(raw.Reserve), lines: ix.lines}
 	c := &converter{s: s, ix: ix}
 	if !c.has("name") {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))

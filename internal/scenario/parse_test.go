@@ -23,7 +23,7 @@ func TestParseRefusesWhatItCannotRead(t *testing.T) {
 		{"reports a YAML syntax error with its line", "name: t\nduration", "name: [\nduration",
 			"t.yaml:2: did not find expected ',' or ']'"},
 		{"refuses an unknown top-level field and lists the known ones", "name: t\n", "name: t\ncolour: red\n",
-			"t.yaml:2: colour: unknown field (known here: name, duration, seed, nodes, teams, workloads)"},
+			"t.yaml:2: colour: unknown field (known here: name, duration, seed, production_reserve_gpus, nodes, teams, workloads)"},
 		{"refuses an unknown field in a node group", "    gpus: 8", "    gpus: 8\n    colour: red",
 			"t.yaml:8: nodes[0].colour: unknown field (known here: group, count, gpu, gpus, mig, cpu, memory, tier, leaves, spine, block, nvlink)"},
 		{"refuses an unknown field in a flow mapping", "rate_per_hour: 30}", "rate: 30}",
@@ -69,7 +69,7 @@ func TestParseRefusesWhatItCannotRead(t *testing.T) {
 		{"refuses missing memory", "    memory: 2Ti\n", "",
 			"t.yaml:4: nodes[0].memory: missing: host memory per node, such as 2Ti"},
 		{"refuses a scenario without nodes", "nodes:\n", "nodes: []\nx:\n",
-			"t.yaml:4: x: unknown field (known here: name, duration, seed, nodes, teams, workloads)"},
+			"t.yaml:4: x: unknown field (known here: name, duration, seed, production_reserve_gpus, nodes, teams, workloads)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ type rawScenario struct {
 	Name      string         `yaml:"name"`
 	Duration  durationField  `yaml:"duration"`
 	Seed      whole          `yaml:"seed"`
+	Reserve   whole          `yaml:"production_reserve_gpus"`
 	Nodes     []rawNodeGroup `yaml:"nodes"`
 	Teams     []rawTeam      `yaml:"teams"`
 	Workloads []rawWorkload  `yaml:"workloads"`

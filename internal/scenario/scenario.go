@@ -31,13 +31,16 @@ import (
 
 // Scenario is a parsed, valid scenario file.
 type Scenario struct {
-	File       string        // as given to Parse; trace files are relative to its directory
-	Name       string        // default: the file name without its extension
-	Duration   time.Duration // the simulated horizon
-	Seed       int64         // default 1; callers pass it to Jobs
-	NodeGroups []NodeGroup
-	Teams      []Team
-	Workloads  []Workload
+	File     string        // as given to Parse; trace files are relative to its directory
+	Name     string        // default: the file name without its extension
+	Duration time.Duration // the simulated horizon
+	Seed     int64         // default 1; callers pass it to Jobs
+	// ProductionReserveGPUs is what Partita keeps free of borrowed batch
+	// and best-effort work so that production starts at once (0: none).
+	ProductionReserveGPUs int
+	NodeGroups            []NodeGroup
+	Teams                 []Team
+	Workloads             []Workload
 
 	lines map[string]int // field path -> line, for errors found after Parse
 }

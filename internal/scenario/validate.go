@@ -47,6 +47,9 @@ func (s *Scenario) Validate() error {
 	if err := s.validateTeams(); err != nil {
 		return err
 	}
+	if r, total := s.ProductionReserveGPUs, s.GPUs(); r < 0 || r > total {
+		return s.errorf("production_reserve_gpus", "%d must be between 0 and the cluster's %d GPUs", r, total)
+	}
 	names := map[string]bool{}
 	for i := range s.Workloads {
 		w := &s.Workloads[i]

@@ -247,3 +247,33 @@ func allocations(w *world) int {
 	}
 	return n
 }
+// The scenario's production_reserve_gpus holds partita's borrowed work
+// back; the option replaces it; naive and gang-drf have no such setting.
+func TestTheScenarioProductionReserveHoldsBackPartitasBorrowers(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "reserve.yaml"))
+	none := 0.0
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		want int // jobs running at the end of the hour
+	}{
+		{"partita with the scenario's 3 GPUs", Options{Scheduler: "partita"}, 5},
+		{"partita with the reserve set to 0", Options{Scheduler: "partita", ProductionReserveGPUs: &none}, 8},
+		{"gang-drf borrows all", Options{Scheduler: "gang-drf"}, 8},
+		{"naive holds the guarantee", Options{Scheduler: "naive"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opt.Seed, tc.opt.Check = 1, true
+			_, w := runWorldWith(t, sc, tc.opt)
+			running := 0
+			for _, j := range w.jobs {
+				if j.Phase == sched.Running {
+					running++
+				}
+			}
+			if running != tc.want {
+				t.Errorf("%d jobs running, want %d", running, tc.want)
+			}
+		})
+	}
+}

@@ -34,9 +34,11 @@ type Options struct {
 	// close together are handled by one (default 5 s). Arrivals get a
 	// light cycle at once.
 	Coalesce time.Duration
-	// ProductionReserveGPUs is kept free of borrowed batch and
-	// best-effort work (sched.Config.ProductionReserve); 0 by default.
-	ProductionReserveGPUs float64
+	// ProductionReserveGPUs, when set, replaces the scenario's
+	// production_reserve_gpus: GPUs partita keeps free of borrowed batch
+	// and best-effort work (sched.Config.ProductionReserve). naive and
+	// gang-drf model systems without such a setting and ignore it.
+	ProductionReserveGPUs *float64
 	// Trace, when set, receives one line per decision carried out.
 	Trace io.Writer
 	// Check verifies the invariants after every cycle (tests set it): the
@@ -187,7 +189,13 @@ func newWorld(sc *scenario.Scenario, opt Options) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.ProductionReserve = int64(opt.ProductionReserveGPUs * 1000)
+	if opt.Scheduler == "partita" {
+		reserve := float64(sc.ProductionReserveGPUs)
+		if opt.ProductionReserveGPUs != nil {
+			reserve = *opt.ProductionReserveGPUs
+		}
+		cfg.ProductionReserve = int64(reserve * 1000)
+	}
 	if !cfg.MIG {
 		// Schedulers without MIG awareness run every GPU whole. (Starting
 		// Partita whole too and turning MIG on as needed was tried: MIG
