@@ -247,6 +247,7 @@ func allocations(w *world) int {
 	}
 	return n
 }
+
 // The scenario's production_reserve_gpus holds partita's borrowed work
 // back; the option replaces it; naive and gang-drf have no such setting.
 func TestTheScenarioProductionReserveHoldsBackPartitasBorrowers(t *testing.T) {
