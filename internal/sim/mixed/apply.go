@@ -23,6 +23,11 @@ func (w *world) cycleOf(only []string) error {
 	// allocates).
 	in.Jobs = w.input[:0]
 	for _, j := range w.active {
+		if every := j.arrival.CheckpointEvery; every > 0 && j.runSince >= 0 {
+			// The scheduler picks victims by the work they would lose:
+			// it must see the last checkpoint, not the start (lostWork).
+			j.Checkpoint = j.runSince + (w.now()-j.runSince)/every*every
+		}
 		in.Jobs = append(in.Jobs, &j.Job)
 	}
 	w.input = in.Jobs

@@ -278,3 +278,25 @@ func TestTheScenarioProductionReserveHoldsBackPartitasBorrowers(t *testing.T) {
 		})
 	}
 }
+
+// The scheduler ranks victims by the work they would lose, so the world
+// must show it each running job's last checkpoint, not its start.
+func TestTheSchedulerSeesTheLastCheckpoint(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "reserve.yaml"))
+	_, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: 1, Check: true})
+	running := 0
+	for _, j := range w.jobs {
+		if j.Phase != sched.Running {
+			continue
+		}
+		running++
+		// An hour in, jobs that started at once checkpointed at 25 and 50
+		// minutes; the last cycles come every minute while others wait.
+		if got := j.Checkpoint - j.runSince; got != 50*time.Minute {
+			t.Errorf("%s: last checkpoint %v after it began running, want 50m", j.ID(), got)
+		}
+	}
+	if running == 0 {
+		t.Fatal("nothing running")
+	}
+}
