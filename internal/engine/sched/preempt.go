@@ -641,6 +641,11 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 	}
 	var best []*Job
 	bestNode, bestCost := "", 0
+	// A MIG task prefers, between nodes of as many victims, one where it
+	// fits once they are gone without a MIG change: it then waits for the
+	// grace only, not the grace and then the change.
+	convert := s.wantsMIG(reqs)
+	bestChanges := false
 	for _, node := range nodes {
 		n := base.NodeByName(node)
 		if n == nil || where != nil && !where(n) {
@@ -664,19 +669,22 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 			if short -= held; short > roundingSlack {
 				continue
 			}
-			if s.wantsMIG(reqs) {
-				s.convertIdle(c, trial, n.Name)
+			changes := false
+			if convert {
+				if changes = !s.fitsOn(trial, node, reqs, only); changes {
+					s.convertIdle(c, trial, n.Name)
+				}
 			} else {
 				s.wholeIdle(c, trial, n.Name)
 			}
 			if s.fitsOn(trial, node, reqs, only) {
-				if best == nil || cost < bestCost {
-					best, bestNode, bestCost = append([]*Job(nil), chosen...), node, cost
+				if best == nil || cost < bestCost || cost == bestCost && bestChanges && !changes {
+					best, bestNode, bestCost, bestChanges = append([]*Job(nil), chosen...), node, cost, changes
 				}
 				break
 			}
 		}
-		if best != nil && bestCost <= 1 {
+		if best != nil && bestCost <= 1 && !bestChanges {
 			break // one victim: no node can do better, and ties keep the first
 		}
 	}

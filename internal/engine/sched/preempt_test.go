@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -597,5 +598,26 @@ func TestAGangOfWholeNodesReclaimsNodeByNode(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Errorf("victims on nodes %v, want two whole nodes", nodes)
+	}
+}
+
+// A service on a 1g.10gb instance, evicting one best-effort job either
+// way, prefers the notebook whose instance it can take at once to the
+// whole-GPU experiment that loses less work but leaves a GPU to turn to
+// MIG first (the grace and then a change: twice the wait).
+func TestAServicePrefersAVictimWhoseInstanceItCanUse(t *testing.T) {
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("p").guarantee(1).burst(2), team("r").burst(2)).at(hour)
+	w.migOff("n1", 0)
+	w.running(job("exp").team("r").bestEffort().gpus(1), hour-30*time.Minute, hour-time.Minute, "n1:0")
+	for i := 0; i < 7; i++ {
+		nb := w.runningSlice(job(fmt.Sprintf("nb%d", i)).team("r").bestEffort().migProfile("1g.10gb"), fmt.Sprintf("n2:0:1g.10gb@%d", i))
+		nb.Started, nb.Checkpoint = 0, 0 // a notebook keeps no checkpoint: it would lose its hour
+	}
+	w.submit(job("serve").team("p").production().migProfile("1g.10gb").submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); len(got) != 1 || !strings.HasPrefix(got[0], "nb") {
+		t.Fatalf("victims %v, want one notebook; serve waits %q", got, reasonOf(d, "serve"))
 	}
 }
