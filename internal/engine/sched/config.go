@@ -67,6 +67,10 @@ type Config struct {
 	// use; others may run there only if declared to end before it starts.
 	Reserve      bool
 	ReserveAfter time.Duration
+	// Relocate: with Migrate, a claim's moves may also evict checkpointed
+	// one-task work of a lower class that it could not evict otherwise,
+	// when that work finds room elsewhere at once (migrate.go).
+	Relocate bool
 	// ProductionReserve is GPU (milli) kept free of borrowed lower-class
 	// work, so production starts without evicting anyone (0: none). It
 	// trades utilization for production latency: docs/mixed.md.
@@ -97,6 +101,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
 		c.ProtectProduction = true
 		c.Migrate = true
+		c.Relocate = true
 		c.GuaranteeFirst = true
 		c.Reserve, c.ReserveAfter = true, 10*time.Minute
 	default:

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"sort"
+	"time"
 
 	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine"
@@ -189,6 +190,8 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 					f.tasks = append(f.tasks, o)
 				case s.eligible(c, j, o.job) && !preemptedThisCycle(c, o.job):
 					f.victims = append(f.victims, o.job)
+				case s.relocatable(c, j, o.job):
+					f.victims = append(f.victims, o.job) // tryMoves finds it room elsewhere
 				default:
 					ok = false
 				}
@@ -313,12 +316,55 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 			return nil, nil, false
 		}
 	}
+	// Work evicted only to be started again elsewhere must find room
+	// there, or its team loses what it is owed.
+	for _, v := range victims {
+		if s.eligible(c, j, v) {
+			continue
+		}
+		req, err := s.placer.Request(v.Spec.Tasks[0])
+		if err != nil {
+			return nil, nil, false
+		}
+		a, err := s.placer.PlaceIn(trial, req, func(n *cluster.Node) bool { return n.Name != node })
+		if err != nil || trial.Allocate(a) != nil {
+			return nil, nil, false
+		}
+	}
 	s.wholeIdle(c, trial, node)
 	a, err := s.placer.PlaceIn(trial, r, func(n *cluster.Node) bool { return n.Name == node })
 	if err != nil || trial.Allocate(a) != nil {
 		return nil, nil, false
 	}
 	return moves, trial, true
+}
+
+// relocateLoss bounds the work a relocated job may lose: the time since
+// its last checkpoint.
+const relocateLoss = 15 * time.Minute
+
+// relocatable says whether v, which j may not evict, may be evicted for j
+// to start again at once elsewhere: work of a lower class than j's, one
+// task on whole GPUs, checkpointed within relocateLoss. Its team keeps
+// what it is owed (the claim's plan finds it room on another node, and it
+// is within its guarantee, so it goes first when it queues again); it
+// loses its grace period and the work since its checkpoint. Without
+// this, one 1-GPU experiment within its team's guarantee on each node
+// keeps an 8-GPU fine-tune that its team is owed out for hours while
+// whole GPUs sit idle on other nodes (docs/mixed.md).
+func (s *Scheduler) relocatable(c *cycle, j, v *Job) bool {
+	if !s.cfg.Relocate || v.Phase != Running || v.Spec.Class >= j.Spec.Class || len(v.Placed) != 1 || v.Placed[0] == nil {
+		return false
+	}
+	if c.in.Now-v.Checkpoint > relocateLoss || preemptedThisCycle(c, v) {
+		return false
+	}
+	for _, g := range v.Placed[0].Grants {
+		if g.Slice != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // movesDone reports whether the replicas moved for j have all left their

@@ -3,6 +3,7 @@ package sched
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // movingWorld: on n1, a's production replica "serve" holds a 1g instance
@@ -107,5 +108,63 @@ func TestMovesAndEvictionsTogetherFreeANode(t *testing.T) {
 	w.uncordonAll()
 	if d := w.cycle(); !slices.Contains(startedJobs(d), "train") {
 		t.Fatalf("train did not start on n1: %q", reasonOf(d, "train"))
+	}
+}
+
+// relocWorld: on n1, c's experiment (within c's guarantee, last
+// checkpointed at checkpoint) holds GPU 0 and a's replica serve GPU 1; on
+// n2 and n3 a's batch jobs, within a's guarantee, hold one GPU each, n2's
+// other GPU is idle and a's replica on n3 leaves room beside it. b is owed
+// two GPUs on one node and asks for them: only n1 can be freed, by moving
+// serve to n3 and starting the experiment again on n2.
+func relocWorld(t *testing.T, checkpoint time.Duration, tweak ...func(*Config)) *world {
+	st := fleet(t).nodes(3).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+		team("a").guarantee(3).burst(3), team("b").guarantee(2).burst(2), team("c").guarantee(1).burst(1)).at(hour)
+	w.migOff("n1", 0).migOff("n2", 0, 1).migOff("n3", 1)
+	w.running(job("exp").team("c").bestEffort().gpus(1), 0, checkpoint, "n1:0")
+	w.runningSlice(job("serve").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@6")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:0")
+	w.runningSlice(job("other").team("a").production().migProfile("1g.10gb"), "n3:0:1g.10gb@6")
+	w.running(job("a-batch2").team("a").gpus(1), 0, 0, "n3:1")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	return w
+}
+
+func TestAClaimRelocatesCheckpointedWorkItMayNotEvict(t *testing.T) {
+	w := relocWorld(t, hour-5*time.Minute)
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"exp"}) {
+		t.Fatalf("victims %v, want [exp] (to start again on n2); train waits %q", got, reasonOf(d, "train"))
+	}
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve" || d.Migrations[0].To.Node != "n3" {
+		t.Fatalf("migrations %+v, want serve moved to n3", d.Migrations)
+	}
+	// The experiment, queued again within its team's guarantee, starts on
+	// n2's idle GPU; train takes n1 once the replica has moved.
+	w.release().moved()
+	w.job("exp").Submitted = w.now
+	d = w.cycle()
+	if !slices.Contains(startedJobs(d), "exp") || w.job("exp").Placed[0].Node != "n2" {
+		t.Fatalf("exp did not start again on n2: starts %v, exp waits %q", startedJobs(d), reasonOf(d, "exp"))
+	}
+	w.uncordonAll()
+	if d := w.cycle(); !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
+		t.Fatalf("train did not start on n1: %q", reasonOf(d, "train"))
+	}
+}
+
+func TestNoRelocationOfWorkThatWouldLoseMuch(t *testing.T) {
+	// Last checkpointed 40 minutes ago: relocating it would lose them.
+	w := relocWorld(t, hour-40*time.Minute)
+	if d := w.cycle(); len(d.Preemptions) != 0 || len(d.Migrations) != 0 {
+		t.Fatalf("victims %v, migrations %+v: exp would lose 40 minutes", victimsOf(d), d.Migrations)
+	}
+}
+
+func TestNoRelocationWithoutRelocate(t *testing.T) {
+	w := relocWorld(t, hour-5*time.Minute, func(c *Config) { c.Relocate = false })
+	if d := w.cycle(); len(d.Preemptions) != 0 || len(d.Migrations) != 0 {
+		t.Fatalf("victims %v, migrations %+v without Relocate", victimsOf(d), d.Migrations)
 	}
 }
