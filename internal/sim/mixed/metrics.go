@@ -23,8 +23,12 @@ type Result struct {
 	JCTP50               float64            `json:"jct_p50_s"`
 	GuaranteeViolation   float64            `json:"guarantee_violation_s"`
 	JainFairness         float64            `json:"jain_fairness"`
-	Preemptions          int                `json:"preemptions"`
-	LostGPUHours         float64            `json:"lost_gpu_hours"`
+	// JainSamples counts the samples JainFairness averages: those with
+	// every team backlogged. With none, JainFairness is 0 and means
+	// nothing.
+	JainSamples  int     `json:"jain_samples"`
+	Preemptions  int     `json:"preemptions"`
+	LostGPUHours float64 `json:"lost_gpu_hours"`
 	// WaitP95WithinGuarantee is WaitP95 over the waits that began with
 	// the team owed the job's demand (docs/metrics.md).
 	WaitP95WithinGuarantee map[string]float64 `json:"wait_p95_within_guarantee_s"`
@@ -362,6 +366,7 @@ func (m *metrics) result(w *world) *Result {
 		}
 		r.JainFairness = sum / float64(len(m.jain))
 	}
+	r.JainSamples = len(m.jain)
 	return r
 }
 

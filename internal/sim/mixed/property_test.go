@@ -3,6 +3,7 @@ package mixed
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,30 @@ func TestTheSchedulerSeesTheLastCheckpoint(t *testing.T) {
 	}
 	if running == 0 {
 		t.Fatal("nothing running")
+	}
+}
+
+// Jain's index is averaged over the samples with every team backlogged;
+// without any, the report says so instead of printing 0.
+func TestJainWithoutBackloggedSamplesIsReportedAsSuch(t *testing.T) {
+	var b strings.Builder
+	rs := []*Result{{Scenario: "x", Scheduler: "never", WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{}},
+		{Scenario: "x", Scheduler: "sampled", JainFairness: 0.5, JainSamples: 3, WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{}}}
+	if err := writeMarkdown(&b, "cmd", rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| never |") && !strings.Contains(line, "| n/a (never all backlogged) |"):
+			t.Errorf("no samples: %q", line)
+		case strings.HasPrefix(line, "| sampled |") && !strings.Contains(line, "| 0.500 |"):
+			t.Errorf("three samples: %q", line)
+		}
+	}
+	// And the count is the number of samples with every team waiting.
+	sc := load(t, filepath.Join("testdata", "reserve.yaml"))
+	r, _ := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: 1})
+	if r.JainSamples == 0 || r.JainFairness != 1 {
+		t.Errorf("one team, backlogged all hour: %d samples, Jain %v; want some, and 1", r.JainSamples, r.JainFairness)
 	}
 }
