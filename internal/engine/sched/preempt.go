@@ -651,6 +651,9 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 		if n == nil || where != nil && !where(n) {
 			continue
 		}
+		if best != nil && bestCost <= 1 && migCount(n) == 0 {
+			continue // only a change could seat the task here, and one victim is the least
+		}
 		only := func(x *cluster.Node) bool { return x.Name == node }
 		trial := base.Clone()
 		var chosen []*Job
