@@ -29,7 +29,7 @@ func TestInvariantsHoldOnShippedScenarios(t *testing.T) {
 	if testing.Short() {
 		hours = 6 * time.Hour
 	}
-	for _, file := range []string{"default.yaml", "demo.yaml"} {
+	for _, file := range []string{"default.yaml", "tight-guarantees.yaml", "demo.yaml"} {
 		sc := load(t, filepath.Join("..", "..", "..", "scenarios", file))
 		sc.Duration = hours
 		for _, name := range Schedulers {
