@@ -213,6 +213,7 @@ func schedulerConfig(sc *scenario.Scenario, st *cluster.State) (sched.Config, er
 	cfg, err := sched.Build("partita", st, sched.ShapesOf(jobs))
 	// Moving running replicas is not carried out in this world yet.
 	cfg.Migrate = false
+	cfg.ProductionReserve = int64(sc.ProductionReserveGPUs) * 1000
 	return cfg, err
 }
 

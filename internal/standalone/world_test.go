@@ -186,3 +186,30 @@ func TestQueuedJobsGetAnEstimatedStart(t *testing.T) {
 		t.Fatalf("queue of a shows %+v; a has nothing queued", q)
 	}
 }
+
+// The scenario's production reserve holds borrowed work back here as in
+// the benchmark: of team a's eight 1-GPU jobs, four are within its
+// guarantee and two more may borrow, leaving two GPUs free.
+func TestTheScenarioProductionReserveHoldsBorrowedWork(t *testing.T) {
+	for _, tc := range []struct {
+		reserve string
+		want    int
+	}{{"", 8}, {"production_reserve_gpus: 2\n", 6}} {
+		f := newFixture(t, strings.Replace(smallCluster, "nodes:\n", tc.reserve+"nodes:\n", 1))
+		var ids []string
+		for i := 0; i < 8; i++ {
+			ids = append(ids, f.submit(spec{team: "a", class: "best-effort", gpu: whole(1), duration: time.Hour}))
+		}
+		f.step()
+		f.run(2 * time.Minute)
+		running := 0
+		for _, id := range ids {
+			if f.job(id).State == api.StateRunning {
+				running++
+			}
+		}
+		if running != tc.want {
+			t.Errorf("reserve %q: %d jobs running, want %d", tc.reserve, running, tc.want)
+		}
+	}
+}
