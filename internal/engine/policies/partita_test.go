@@ -1,8 +1,10 @@
 package policies_test
 
 import (
+	"fmt"
 	"testing"
 
+	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine/frag"
 	"partita.dev/partita/internal/engine/policies"
 )
@@ -22,17 +24,10 @@ import (
 // 49). The 230 goes beside the 470; the 650 waits for the 320.
 func TestPartitaLeavesTheRoomBesideA650ForA320(t *testing.T) {
 	cfg := mixConfig(map[int]int{470: 1, 650: 1, 320: 1, 230: 3, 1000: 4}, nil)
-	st := world(t, node("a650").gpus(1, "V100-16GB"), node("a470").gpus(1, "V100-16GB"))
-	allocateOn(t, st, "a650", running("x").share(0, 650))
-	allocateOn(t, st, "a470", running("y").share(0, 470))
-
+	st := twoShares(t, 650, 470)
 	for policy, want := range map[string]string{"fgd": "a650", "partita": "a470"} {
-		a, err := placeOne(t, mustPolicy(t, policy, cfg), st, task("t").share(230))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.Node != want {
-			t.Errorf("%s placed the 230 on %s, want %s", policy, a.Node, want)
+		if got := placedShare(t, policy, cfg, st, 230); got != want {
+			t.Errorf("%s placed the 230 on %s, want %s", policy, got, want)
 		}
 	}
 }
@@ -52,16 +47,8 @@ func TestPartitaLeavesTheRoomBesideA650ForA320(t *testing.T) {
 // The 230 goes beside the 230.
 func TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon(t *testing.T) {
 	cfg := mixConfig(map[int]int{1000: 62, 810: 13, 470: 9, 320: 4, 650: 3, 230: 2, 460: 2, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1}, nil)
-	st := world(t, node("a650").gpus(1, "V100-16GB"), node("a230").gpus(1, "V100-16GB"))
-	allocateOn(t, st, "a650", running("x").share(0, 650))
-	allocateOn(t, st, "a230", running("y").share(0, 230))
-
-	a, err := placeOne(t, mustPolicy(t, "partita", cfg), st, task("t").share(230))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Node != "a230" {
-		t.Errorf("partita placed the 230 on %s, want a230", a.Node)
+	if got := placedShare(t, "partita", cfg, twoShares(t, 650, 230), 230); got != "a230" {
+		t.Errorf("partita placed the 230 on %s, want a230", got)
 	}
 }
 
@@ -79,16 +66,8 @@ func TestPartitaKeepsTheRoomBesideA650OverTwiceTheHorizon(t *testing.T) {
 // in the sliver.
 func TestPartitaFillsTheSliverBesideAn810First(t *testing.T) {
 	cfg := mixConfig(map[int]int{810: 40, 160: 36, 1000: 14, 470: 5, 50: 1, 60: 1, 70: 1, 80: 1, 90: 1}, nil)
-	st := world(t, node("a470").gpus(1, "V100-16GB"), node("a810").gpus(1, "V100-16GB"))
-	allocateOn(t, st, "a470", running("x").share(0, 470))
-	allocateOn(t, st, "a810", running("y").share(0, 810))
-
-	a, err := placeOne(t, mustPolicy(t, "partita", cfg), st, task("t").share(160))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Node != "a810" {
-		t.Errorf("partita placed the 160 on %s, want a810", a.Node)
+	if got := placedShare(t, "partita", cfg, twoShares(t, 470, 810), 160); got != "a810" {
+		t.Errorf("partita placed the 160 on %s, want a810", got)
 	}
 }
 
@@ -126,6 +105,27 @@ func TestPartitaTakesANearPerfectFitFirst(t *testing.T) {
 // mixConfig is the policy configuration for a mix of one-GPU tasks:
 // counts[milli] tasks of each size, all typical, each with cpu(milli)
 // millicores (none when cpu is nil).
+// twoShares is two one-GPU nodes, "aF" (rank 0) running a share of F
+// milli and "aS" one of S.
+func twoShares(t *testing.T, first, second int) *cluster.State {
+	t.Helper()
+	a, b := fmt.Sprintf("a%d", first), fmt.Sprintf("a%d", second)
+	st := world(t, node(a).gpus(1, "V100-16GB"), node(b).gpus(1, "V100-16GB"))
+	allocateOn(t, st, a, running("x").share(0, first))
+	allocateOn(t, st, b, running("y").share(0, second))
+	return st
+}
+
+// placedShare is the node policy places a share of milli on.
+func placedShare(t *testing.T, policy string, cfg policies.Config, st *cluster.State, milli int) string {
+	t.Helper()
+	a, err := placeOne(t, mustPolicy(t, policy, cfg), st, task("t").share(milli))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Node
+}
+
 func mixConfig(counts map[int]int, cpu func(milli int) int64) policies.Config {
 	var shapes []frag.Shape
 	for milli, n := range counts {
