@@ -621,3 +621,37 @@ func TestAServicePrefersAVictimWhoseInstanceItCanUse(t *testing.T) {
 		t.Fatalf("victims %v, want one notebook; serve waits %q", got, reasonOf(d, "serve"))
 	}
 }
+
+func TestATeamsOwnClaimDoesNotTakeTheRoomItsGangEvictedFor(t *testing.T) {
+	// Team r is owed 4 GPUs and runs three experiments on n1. Its
+	// pretraining job (batch, 8 GPUs) is beyond that guarantee and evicts
+	// them. A new experiment of r, within the guarantee, arrives during
+	// the grace: it must not take the room promised to r's own pretraining
+	// job, which would only evict it again (on the default scenario one
+	// gang evicted the same experiments every 2 minutes for hours).
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("r").guarantee(4).burst(16)).at(hour)
+	for i, g := range []string{"0", "1", "2"} {
+		w.running(job("exp-"+itoa(i)).team("r").bestEffort(), 0, hour-time.Minute, "n1:"+g)
+	}
+	w.submit(job("pretrain").team("r").gpus(8).submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"exp-0", "exp-1", "exp-2"}) {
+		t.Fatalf("victims = %v, want the three experiments", got)
+	}
+
+	w.at(hour + 10*time.Second).submit(job("late").team("r").bestEffort().submitted(hour + 10*time.Second))
+	d = w.light("late")
+	if len(d.Starts) != 0 {
+		t.Errorf("light cycle during the grace started %v in the room promised to pretrain", startedJobs(d))
+	}
+	d = w.cycle()
+	if len(d.Starts) != 0 {
+		t.Errorf("full cycle during the grace started %v in the room promised to pretrain", startedJobs(d))
+	}
+
+	d = w.at(hour + 30*time.Second).release().cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"pretrain"}) {
+		t.Errorf("after the release: started %v, want [pretrain]; late waits %q", got, reasonOf(d, "late"))
+	}
+}
