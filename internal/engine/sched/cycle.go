@@ -765,7 +765,7 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 		return ""
 	}
 	c.searches++
-	if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 {
+	if victims, nodes := s.victims(c, j, reqs); len(victims) > 0 && keepsGuarantees(c, j, victims) {
 		s.preempt(c, j, victims, nodes)
 		delete(s.searchBackoff, j.ID())
 		s.rounds[j.ID()]++

@@ -160,6 +160,33 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	return withinGuarantee(c, j) && (keepsGuarantee || v.Spec.Class < workload.Production)
 }
 
+// keepsGuarantees checks a borrower's victim set as a whole against the
+// rule eligible applies to each victim alone: another team is not taken
+// below its guarantee by a job beyond its own. Seven experiments, each of
+// which alone left research at its guarantee, took it well below;
+// research's claims then took the room back, and the preemptor (an
+// 8-GPU fine-tune beyond ads' guarantee) evicted them again, 33 times in
+// a week. A claim within its guarantee reclaims as eligible says
+// (requiring the whole set to leave the borrower its guarantee there cost
+// 38 % more violations on seeds 1-48).
+func keepsGuarantees(c *cycle, j *Job, victims []*Job) bool {
+	if withinGuarantee(c, j) {
+		return true
+	}
+	held := map[string]int64{}
+	for _, v := range victims {
+		if v.Spec.Team != j.Spec.Team {
+			held[v.Spec.Team] += c.heldOf(v)
+		}
+	}
+	for team, h := range held {
+		if g, ok := c.teams[team]; ok && c.usage[team]-h < g.Guarantee {
+			return false
+		}
+	}
+	return true
+}
+
 // straddles says whether evicting v would take its team below its
 // guarantee.
 func straddles(c *cycle, v *Job) bool {

@@ -655,3 +655,30 @@ func TestATeamsOwnClaimDoesNotTakeTheRoomItsGangEvictedFor(t *testing.T) {
 		t.Errorf("after the release: started %v, want [pretrain]; late waits %q", got, reasonOf(d, "late"))
 	}
 }
+
+func TestABorrowersVictimsTogetherLeaveTheirTeamItsGuarantee(t *testing.T) {
+	// Team r is owed 2 GPUs and runs three experiments on n1: it borrows
+	// one. Team a, with no guarantee, asks for batch work. Each experiment
+	// alone may go (r keeps 2), but not two of them: r would drop to 1,
+	// its claims would take the room back, and a would evict them again.
+	for _, tc := range []struct {
+		gpus    int
+		victims int
+	}{
+		{gpus: 2, victims: 1}, // one free GPU and one experiment
+		{gpus: 3, victims: 0}, // would need two experiments
+	} {
+		t.Run(itoa(tc.gpus)+" GPUs", func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, "partita", st), team("r").guarantee(2).burst(4), team("a").burst(4)).at(hour)
+			for i := 0; i < 3; i++ {
+				w.running(job("exp-"+itoa(i)).team("r").bestEffort(), 0, hour-time.Minute, "n1:"+itoa(i))
+			}
+			w.submit(job("train").team("a").gpus(tc.gpus).submitted(hour))
+			d := w.decide()
+			if got := len(victimsOf(d)); got != tc.victims {
+				t.Errorf("victims %v, want %d", victimsOf(d), tc.victims)
+			}
+		})
+	}
+}
