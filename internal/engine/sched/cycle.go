@@ -407,12 +407,15 @@ func samePlacement(a, b []*cluster.Assignment) bool {
 
 // settlePromises forgets promises whose victims have all left. The nodes
 // of a settled promise stay held for one cycle, the one in which the job
-// can take them; after that they are freed whether it started or not.
+// can take them, or for as long as a MIG change asked for the job is
+// applied; after that they are freed whether it started or not. (Freed
+// while the change ran, the victims' GPUs went back to the victims, and
+// the job evicted them again when the change was done.)
 func (s *Scheduler) settlePromises(c *cycle) {
 	for job := range s.promisedNodes {
 		_, open := s.promised[job]
 		_, moving := s.moving[job]
-		if !open && !moving {
+		if !open && !moving && !s.changePending(c, job) {
 			delete(s.promisedNodes, job)
 		}
 	}

@@ -64,6 +64,18 @@ func (s *Scheduler) awaitingChange(c *cycle, j *Job) bool {
 	return false
 }
 
+// changePending reports whether a change asked for the job is still being
+// applied, without forgetting the request as awaitingChange does.
+func (s *Scheduler) changePending(c *cycle, job string) bool {
+	for _, ref := range s.awaiting[job] {
+		n := c.in.Cluster.NodeByName(ref.node)
+		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Scheduler) cooled(c *cycle, node string, index int) bool {
 	last, ok := s.lastChange[gpuRef{node, index}]
 	return !ok || c.in.Now-last >= s.cfg.ReconfigCooldown

@@ -682,3 +682,36 @@ func TestABorrowersVictimsTogetherLeaveTheirTeamItsGuarantee(t *testing.T) {
 		})
 	}
 }
+
+func TestPromisedNodesStayHeldWhileTheJobsMIGChangeRuns(t *testing.T) {
+	// n1: GPUs 0-3 whole, running four experiments; GPUs 4-7 in MIG mode,
+	// idle. tune (batch, 8 GPUs) evicts the experiments, then needs MIG
+	// turned off on 4-7. While that change runs, the experiments, back in
+	// the queue, must not take GPUs 0-3 again.
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).at(hour)
+	w.migOff("n1", 0, 1, 2, 3)
+	for i := 0; i < 4; i++ {
+		w.running(job("exp-"+itoa(i)).team("a").bestEffort(), 0, hour-time.Minute, "n1:"+itoa(i))
+	}
+	w.submit(job("tune").team("a").gpus(8).submitted(hour))
+	if d := w.cycle(); len(victimsOf(d)) != 4 {
+		t.Fatalf("victims %v, want the four experiments", victimsOf(d))
+	}
+
+	d := w.at(hour + 30*time.Second).release().cycle()
+	if len(d.Reconfigs) == 0 {
+		t.Fatalf("after the release: no MIG change for tune (tune waits %q, started %v)", reasonOf(d, "tune"), startedJobs(d))
+	}
+	for _, when := range []time.Duration{40 * time.Second, 50 * time.Second} {
+		d = w.at(hour + when).cycle()
+		if len(d.Starts) != 0 || len(d.Preemptions) != 0 {
+			t.Errorf("at +%v, during tune's MIG change: started %v, preempted %v; want neither", when, startedJobs(d), victimsOf(d))
+		}
+	}
+
+	d = w.at(hour + time.Minute).uncordonAll().cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"tune"}) {
+		t.Errorf("after the change: started %v, want [tune]; tune waits %q", got, reasonOf(d, "tune"))
+	}
+}
