@@ -726,7 +726,7 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {
 		s.reserve(c, j, reqs)
 	}
-	if s.reservation != nil && s.reservation.job != j.ID() && s.outranks(c, s.reservation.job, j) {
+	if s.reservation != nil && s.reservation.job != j.ID() && s.outranksReserved(c, s.reservation.job, j) {
 		return WaitReserved
 	}
 	if len(reqs) > 1 && j.Spec.IsGang() {

@@ -65,6 +65,14 @@ func TestReservationRefusesLaterWorkUnlessItEndsFirst(t *testing.T) {
 			newJob: job("new").team("a"), starts: true,
 		},
 		{
+			// A reservation drains for hours: the team's own claims keep
+			// what it is owed meanwhile (a promise, held for seconds, is
+			// closed to them: TestATeamsOwnClaimDoesNotTakeTheRoomItsGangEvictedFor).
+			name:   "a job within its team's guarantee is not blocked by its own team's gang beyond it",
+			teams:  []*teamBuilder{team("b").guarantee(10).burst(32)},
+			newJob: job("new").team("b").bestEffort(), starts: true,
+		},
+		{
 			name:   "production beyond its team's guarantee is blocked by a gang within its guarantee",
 			teams:  []*teamBuilder{team("a").burst(4), team("b").guarantee(32).burst(32)},
 			newJob: job("new").team("a").production(),
