@@ -39,6 +39,10 @@ type Scheduler struct {
 	// found nothing.
 	moving      map[string][]moveRef
 	moveBackoff map[string]time.Duration
+	// movedAt is when a service last had a replica moved: it is not moved
+	// again within moveCooldown (two claims, or one claim's plans at the
+	// same instant, moved one replica back and forth without end).
+	movedAt map[string]time.Duration
 	// reservation is the gang holding nodes, if any.
 	reservation *reservation
 	// lastChange is when each GPU was last re-partitioned, and awaiting the
@@ -114,7 +118,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 	return &Scheduler{
 		cfg: cfg, placer: p,
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{},
-		moving: map[string][]moveRef{}, moveBackoff: map[string]time.Duration{},
+		moving: map[string][]moveRef{}, moveBackoff: map[string]time.Duration{}, movedAt: map[string]time.Duration{},
 		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
@@ -976,7 +980,7 @@ func (s *Scheduler) forgetGone(c *cycle) {
 			}
 		}
 	}
-	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff, s.moveBackoff} {
+	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff, s.moveBackoff, s.movedAt} {
 		for id := range m {
 			if _, ok := c.job(id); !ok {
 				delete(m, id)

@@ -25,6 +25,13 @@ import (
 // maxMoves bounds the replicas moved for one job.
 const maxMoves = 8
 
+// moveCooldown is how long a service whose replica moved keeps its
+// replicas where they are. Without it, on the default scenario without
+// ProtectProduction (seed 48), a claim's plans moved one replica between
+// two nodes at one instant without end. A minute stops that; 10 minutes
+// cost 3 % more violations over seeds 1-144 (1 minute: under 1 %).
+const moveCooldown = time.Minute
+
 // moveRef is a replica's old placement, held until its new one is ready.
 type moveRef struct {
 	node, task string
@@ -88,6 +95,9 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 	c.st = during
 	c.planChanged()
 	c.d.Migrations = append(c.d.Migrations, moves...)
+	for _, mv := range moves {
+		s.movedAt[mv.Job] = c.in.Now
+	}
 	if len(victims) > 0 {
 		s.preempt(c, j, victims, nodes)
 	}
@@ -102,10 +112,13 @@ func (s *Scheduler) noMoves(c *cycle, j *Job) string {
 }
 
 // movable says whether v's task on assignment a may be moved: a running
-// production replica on MIG instances only, not moved or preempted in
-// this cycle.
+// production replica on MIG instances only, not preempted in this cycle
+// nor moved within moveCooldown.
 func movable(c *cycle, v *Job, a *cluster.Assignment) bool {
 	if v.Phase != Running || v.Spec.Class != workload.Production || len(a.Grants) == 0 {
+		return false
+	}
+	if at, ok := c.sch.movedAt[v.ID()]; ok && c.in.Now-at < moveCooldown {
 		return false
 	}
 	for _, g := range a.Grants {

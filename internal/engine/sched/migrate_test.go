@@ -168,3 +168,27 @@ func TestNoRelocationWithoutRelocate(t *testing.T) {
 		t.Fatalf("victims %v, migrations %+v without Relocate", victimsOf(d), d.Migrations)
 	}
 }
+
+func TestAServiceJustMovedStaysPutForMoveCooldown(t *testing.T) {
+	// All three services had a replica moved 30 s ago (for other claims):
+	// train may not move any of them yet. Without the cooldown, two claims
+	// (or one claim's plans at the same instant) moved one replica back
+	// and forth without end, and the simulated clock stopped.
+	w := movingWorld(t)
+	last := hour - 30*time.Second
+	for _, id := range []string{"serve", "other1", "other2"} {
+		w.sch.movedAt[id] = last
+	}
+	if d := w.cycle(); len(d.Migrations) != 0 {
+		t.Fatalf("migrations %+v 30 s after the services last moved, want none", d.Migrations)
+	}
+	d := w.at(last + moveCooldown).cycle()
+	if len(d.Migrations) == 0 {
+		t.Fatalf("after the cooldown: no migration; train waits %q", reasonOf(d, "train"))
+	}
+	for _, m := range d.Migrations {
+		if at := w.sch.movedAt[m.Job]; at != last+moveCooldown {
+			t.Errorf("%s's last move recorded at %v, want %v", m.Job, at, last+moveCooldown)
+		}
+	}
+}
