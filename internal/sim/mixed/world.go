@@ -253,12 +253,25 @@ func migOffEverywhere(st *cluster.State) error {
 	return nil
 }
 
-// loop runs events until the horizon.
+// loop runs events until the horizon. A scheduler that keeps asking for
+// cycles at one instant (a replica moved back and forth did) would stop
+// the clock: past a bound far above any real burst of events at one
+// instant, the run fails with the instant instead of hanging.
 func (w *world) loop() error {
+	limit := 100000 + 10*len(w.jobs)
+	same, last := 0, time.Duration(-1)
 	for {
 		ev, ok := w.q.Pop()
 		if !ok || ev.At > w.sc.Duration {
 			break
+		}
+		if ev.At == last {
+			same++
+			if same > limit {
+				return fmt.Errorf("at %v: the simulation is stuck: more than %d events at this instant (a scheduler that never settles)", ev.At, limit)
+			}
+		} else {
+			same, last = 0, ev.At
 		}
 		if err := w.handle(ev); err != nil {
 			return fmt.Errorf("at %v: %w", ev.At, err)
