@@ -9,6 +9,7 @@ import (
 
 	"partita.dev/partita/internal/engine/sched"
 	"partita.dev/partita/internal/scenario"
+	"partita.dev/partita/internal/sim"
 )
 
 func load(t *testing.T, path string) *scenario.Scenario {
@@ -324,5 +325,43 @@ func TestJainWithoutBackloggedSamplesIsReportedAsSuch(t *testing.T) {
 	r, _ := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: 1})
 	if r.JainSamples == 0 || r.JainFairness != 1 {
 		t.Errorf("one team, backlogged all hour: %d samples, Jain %v; want some, and 1", r.JainSamples, r.JainFairness)
+	}
+}
+
+// A run whose events pile up at one instant (a scheduler that never
+// settles did: a replica moved back and forth at 167 h) fails with that
+// instant instead of hanging.
+func TestAStuckRunFailsInsteadOfHanging(t *testing.T) {
+	sc := load(t, filepath.Join("..", "..", "..", "scenarios", "demo.yaml"))
+	sc.Duration = time.Hour
+	opt := Options{Scheduler: "partita", Seed: 1}
+	opt.defaults()
+	w, err := newWorld(sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.stuckAfter = 50
+	for i := 0; i < 100; i++ {
+		if err := w.q.Push(sim.Event{At: 30 * time.Minute, Kind: evTimer, Ref: refTick}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = w.loop()
+	if err == nil || !strings.Contains(err.Error(), "stuck") || !strings.Contains(err.Error(), "30m0s") {
+		t.Fatalf("loop = %v, want an error that the run is stuck at 30m0s", err)
+	}
+
+	w, err = newWorld(sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.stuckAfter = 200
+	for i := 0; i < 100; i++ {
+		if err := w.q.Push(sim.Event{At: 30 * time.Minute, Kind: evTimer, Ref: refTick}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.loop(); err != nil {
+		t.Errorf("100 events at one instant under a limit of 200: %v", err)
 	}
 }

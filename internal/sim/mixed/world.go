@@ -127,6 +127,10 @@ type world struct {
 	active []*job       // arrived, not done
 	input  []*sched.Job // the array cycles list their jobs in
 
+	// stuckAfter is how many events one instant may have before the run
+	// fails as stuck (loop); 0 for the default bound.
+	stuckAfter int
+
 	timers []timer // dynamic timers, indexed by Ref - refFirstDynamic
 	// ready is when each instance added ahead of demand is ready; entries
 	// in the past are harmless.
@@ -258,7 +262,10 @@ func migOffEverywhere(st *cluster.State) error {
 // the clock: past a bound far above any real burst of events at one
 // instant, the run fails with the instant instead of hanging.
 func (w *world) loop() error {
-	limit := 100000 + 10*len(w.jobs)
+	limit := w.stuckAfter
+	if limit == 0 {
+		limit = 100000 + 10*len(w.jobs)
+	}
 	same, last := 0, time.Duration(-1)
 	for {
 		ev, ok := w.q.Pop()
