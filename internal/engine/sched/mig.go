@@ -51,21 +51,17 @@ func (s *Scheduler) repartition(c *cycle, j *Job, reqs []*engine.Request) string
 }
 
 // awaitingChange reports whether a change asked for j is still being
-// applied (its GPU is cordoned in the world's cluster).
+// applied, and forgets the request once it is not.
 func (s *Scheduler) awaitingChange(c *cycle, j *Job) bool {
-	refs := s.awaiting[j.ID()]
-	for _, ref := range refs {
-		n := c.in.Cluster.NodeByName(ref.node)
-		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() {
-			return true
-		}
+	if s.changePending(c, j.ID()) {
+		return true
 	}
 	delete(s.awaiting, j.ID())
 	return false
 }
 
 // changePending reports whether a change asked for the job is still being
-// applied, without forgetting the request as awaitingChange does.
+// applied (its GPU is cordoned in the world's cluster).
 func (s *Scheduler) changePending(c *cycle, job string) bool {
 	for _, ref := range s.awaiting[job] {
 		n := c.in.Cluster.NodeByName(ref.node)

@@ -334,34 +334,26 @@ func TestJainWithoutBackloggedSamplesIsReportedAsSuch(t *testing.T) {
 func TestAStuckRunFailsInsteadOfHanging(t *testing.T) {
 	sc := load(t, filepath.Join("..", "..", "..", "scenarios", "demo.yaml"))
 	sc.Duration = time.Hour
-	opt := Options{Scheduler: "partita", Seed: 1}
-	opt.defaults()
-	w, err := newWorld(sc, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.stuckAfter = 50
-	for i := 0; i < 100; i++ {
-		if err := w.q.Push(sim.Event{At: 30 * time.Minute, Kind: evTimer, Ref: refTick}); err != nil {
+	// burst runs the world with 100 extra events at 30 min under a bound.
+	burst := func(bound int) error {
+		opt := Options{Scheduler: "partita", Seed: 1}
+		opt.defaults()
+		w, err := newWorld(sc, opt)
+		if err != nil {
 			t.Fatal(err)
 		}
+		w.stuckAfter = bound
+		for i := 0; i < 100; i++ {
+			if err := w.q.Push(sim.Event{At: 30 * time.Minute, Kind: evTimer, Ref: refTick}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w.loop()
 	}
-	err = w.loop()
-	if err == nil || !strings.Contains(err.Error(), "stuck") || !strings.Contains(err.Error(), "30m0s") {
+	if err := burst(50); err == nil || !strings.Contains(err.Error(), "stuck") || !strings.Contains(err.Error(), "30m0s") {
 		t.Fatalf("loop = %v, want an error that the run is stuck at 30m0s", err)
 	}
-
-	w, err = newWorld(sc, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.stuckAfter = 200
-	for i := 0; i < 100; i++ {
-		if err := w.q.Push(sim.Event{At: 30 * time.Minute, Kind: evTimer, Ref: refTick}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.loop(); err != nil {
+	if err := burst(200); err != nil {
 		t.Errorf("100 events at one instant under a limit of 200: %v", err)
 	}
 }
