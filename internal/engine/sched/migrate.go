@@ -89,8 +89,8 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 		victims = append(victims, vs...)
 		after, nodes[node] = next, true
 	}
-	if len(moves) == 0 {
-		return "" // no replica in the way: the victim search's case
+	if len(moves) == 0 && !s.relocates(c, j, victims) {
+		return "" // nothing to move or relocate: the victim search's case
 	}
 	c.st = during
 	c.planChanged()
@@ -254,7 +254,7 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 				cd.cost[x] += bestCost[x]
 			}
 		}
-		if len(cd.tasks) > 0 && done+len(cd.tasks) <= maxMoves && len(cd.victims) <= maxVictims {
+		if (len(cd.tasks) > 0 || s.relocates(c, j, cd.victims)) && done+len(cd.tasks) <= maxMoves && len(cd.victims) <= maxVictims {
 			cands = append(cands, cd)
 		}
 	}
@@ -378,6 +378,22 @@ func (s *Scheduler) relocatable(c *cycle, j, v *Job) bool {
 		}
 	}
 	return true
+}
+
+// relocates says whether some of victims are there to be relocated (j
+// may not simply evict them). A node that only relocation frees is
+// consolidate's too: the victim search leaves such jobs alone. Before,
+// consolidate took a node only when a replica moved off it, and an 8-GPU
+// fine-tune owed to its team waited while another team's experiments,
+// each within its guarantee, held a GPU on every node: seeds 1-144 of
+// the default scenario, 709k team-s of guarantee violations, 660k with.
+func (s *Scheduler) relocates(c *cycle, j *Job, victims []*Job) bool {
+	for _, v := range victims {
+		if !s.eligible(c, j, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // movesDone reports whether the replicas moved for j have all left their

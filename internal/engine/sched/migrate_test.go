@@ -192,3 +192,30 @@ func TestAServiceJustMovedStaysPutForMoveCooldown(t *testing.T) {
 		}
 	}
 }
+
+func TestAClaimRelocatesWorkWithNoServiceToMove(t *testing.T) {
+	// n1 holds c's experiment, n2 a's batch job, each with a GPU idle:
+	// train (b, owed 2 GPUs on one node) may evict neither, and there is
+	// no replica to move. The experiment can start again on n2's idle GPU.
+	// Relocation used to come only with a move, so train waited for the
+	// experiment to end.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(1).burst(1), team("b").guarantee(2).burst(2), team("c").guarantee(1).burst(1)).at(hour)
+	w.running(job("exp").team("c").bestEffort().gpus(1), 0, hour-5*time.Minute, "n1:0")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:0")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"exp"}) || len(d.Migrations) != 0 {
+		t.Fatalf("victims %v, migrations %+v, want [exp] and none; train waits %q", got, d.Migrations, reasonOf(d, "train"))
+	}
+	w.release()
+	w.job("exp").Submitted = w.now
+	d = w.cycle()
+	if !slices.Contains(startedJobs(d), "exp") || w.job("exp").Placed[0].Node != "n2" {
+		t.Fatalf("exp did not start again on n2: starts %v, exp waits %q", startedJobs(d), reasonOf(d, "exp"))
+	}
+	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
+		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
+	}
+}
