@@ -71,6 +71,10 @@ type Config struct {
 	// one-task work of a lower class that it could not evict otherwise,
 	// when that work finds room elsewhere at once (migrate.go).
 	Relocate bool
+	// GroupPinned: with Migrate, a MIG task that cannot be moved (all but
+	// production replicas) is placed on a node that holds such tasks
+	// already, where one fits (pinnedSliceNodes).
+	GroupPinned bool
 	// ProductionReserve is GPU (milli) kept free of borrowed lower-class
 	// work, so production starts without evicting anyone (0: none). It
 	// trades utilization for production latency: docs/mixed.md.
@@ -102,6 +106,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 		c.ProtectProduction = true
 		c.Migrate = true
 		c.Relocate = true
+		c.GroupPinned = true
 		c.GuaranteeFirst = true
 		c.Reserve, c.ReserveAfter = true, 10*time.Minute
 	default:

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -218,4 +219,69 @@ func TestAClaimRelocatesWorkWithNoServiceToMove(t *testing.T) {
 	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
 		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
 	}
+}
+
+func TestAClaimMovesMoreThanEightReplicas(t *testing.T) {
+	// n1's two GPUs hold ten 1g.10gb replicas of a's services; n2's hold
+	// a notebook each (not movable) and room for twelve 1g.10gb. b is owed
+	// two whole GPUs on one node: only moving all ten frees n1.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(20).burst(20), team("b").guarantee(2).burst(2)).at(hour)
+	for k := 0; k < 10; k++ {
+		w.runningSlice(job(fmt.Sprintf("s%d", k)).team("a").production().migProfile("1g.10gb"), fmt.Sprintf("n1:%d:1g.10gb@%d", k/5, k%5))
+	}
+	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	w.runningSlice(job("nb1").team("a").bestEffort().migProfile("1g.10gb"), "n2:1:1g.10gb@6")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if len(d.Preemptions) != 0 {
+		t.Fatalf("victims %v: a is within its guarantee", victimsOf(d))
+	}
+	if len(d.Migrations) != 10 {
+		t.Fatalf("%d migrations, want all ten replicas moved off n1; train waits %q", len(d.Migrations), reasonOf(d, "train"))
+	}
+	for _, m := range d.Migrations {
+		if m.To.Node != "n2" || m.For != "train" {
+			t.Errorf("migration %+v, want to n2 for train", m)
+		}
+	}
+}
+
+// pinnedWorld: n1's GPU holds six of s's service replicas and a free
+// 1g.10gb instance, n2's r's notebook; r starts another notebook.
+func pinnedWorld(t *testing.T, tweak ...func(*Config)) *world {
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").layout("1g.10gb@0,1g.10gb@1,1g.10gb@2,1g.10gb@3,1g.10gb@4,1g.10gb@5,1g.10gb@6").
+		nodes(1).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+		team("r").guarantee(1).burst(1), team("s").guarantee(2).burst(2)).at(hour)
+	for k := 1; k < 7; k++ {
+		w.runningSlice(job(fmt.Sprintf("s%d", k)).team("s").production().migProfile("1g.10gb"), fmt.Sprintf("n1:0:1g.10gb@%d", k))
+	}
+	w.runningSlice(job("nb0").team("r").bestEffort().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	w.submit(job("nb1").team("r").bestEffort().migProfile("1g.10gb").submitted(hour))
+	return w
+}
+
+func TestANotebookJoinsTheNodeOfOtherWorkThatCannotMove(t *testing.T) {
+	w := pinnedWorld(t)
+	if d := w.cycle(); !slices.Contains(startedJobs(d), "nb1") || w.job("nb1").Placed[0].Node != "n2" {
+		t.Fatalf("nb1 started %v, want on n2 beside nb0; waits %q", placedNodes(w.job("nb1")), reasonOf(d, "nb1"))
+	}
+	// Without GroupPinned the placement policy packs it beside the
+	// services: the test above shows the grouping, not the policy.
+	w = pinnedWorld(t, func(c *Config) { c.GroupPinned = false })
+	if d := w.cycle(); !slices.Contains(startedJobs(d), "nb1") || w.job("nb1").Placed[0].Node != "n1" {
+		t.Fatalf("without GroupPinned nb1 started %v, want on n1; waits %q", placedNodes(w.job("nb1")), reasonOf(d, "nb1"))
+	}
+}
+
+func placedNodes(j *Job) []string {
+	var out []string
+	for _, a := range j.Placed {
+		if a != nil {
+			out = append(out, a.Node)
+		}
+	}
+	return out
 }
