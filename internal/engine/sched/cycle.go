@@ -151,7 +151,7 @@ type cycle struct {
 	// ownerOf maps each placed task to its job (migrate.go).
 	moved   bool
 	ownerOf map[moveRef]taskOf
-	pinned  map[string]bool // pinnedSliceNodes
+	pinned  map[string]bool // nodes with MIG work that cannot move: pinnedSliceNodes
 	// idleMIG lists the nodes with an idle MIG GPU migOffFor could turn
 	// whole (anyIdleMIG), until the plan changes.
 	idleMIG   []int
@@ -293,6 +293,14 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		}
 		e.seen = s.cycles
 		if j.Phase != Pending {
+			if s.cfg.GroupPinned && j.Spec.Class != workload.Production && e.milli > 0 && onSlices(j) {
+				if c.pinned == nil {
+					c.pinned = map[string]bool{}
+				}
+				for _, i := range e.nodes {
+					c.pinned[in.Cluster.Node(i).Name] = true
+				}
+			}
 			for _, i := range e.nodes {
 				if j.Estimate == 0 {
 					c.endUnknown[i] = true
@@ -649,23 +657,17 @@ func (s *Scheduler) pinnedSliceNodes(c *cycle, j *Job, reqs []*engine.Request) m
 	if k := reqs[0].Kind; k != workload.MIGProfile && (k != workload.MemoryProfile || !s.cfg.MIG) {
 		return nil
 	}
-	if c.pinned == nil {
-		c.pinned = map[string]bool{}
-		for _, v := range c.in.Jobs {
-			if v.Spec.Class == workload.Production {
-				continue
-			}
-			for _, a := range v.Placed {
-				if a != nil && len(a.Grants) > 0 && a.Grants[0].Slice != nil {
-					c.pinned[a.Node] = true
-				}
-			}
+	return c.pinned
+}
+
+// onSlices says whether a task of j holds a MIG instance.
+func onSlices(j *Job) bool {
+	for _, a := range j.Placed {
+		if a != nil && len(a.Grants) > 0 && a.Grants[0].Slice != nil {
+			return true
 		}
 	}
-	if len(c.pinned) == 0 {
-		return nil
-	}
-	return c.pinned
+	return false
 }
 
 // commit adopts a placement: the trial state becomes the plan and the
