@@ -285,3 +285,36 @@ func placedNodes(j *Job) []string {
 	}
 	return out
 }
+
+func TestAMovePlanTriesEveryNodeNotOnlyTheCheapest(t *testing.T) {
+	// n1-n3 each hold two 3g.40gb replicas of a's services, n4 two
+	// 1g.10gb replicas, n5 two of a's notebooks (which do not move): MIG
+	// room is left only in 1g.10gb holes. b is owed a whole GPU. Freeing
+	// n1, n2 or n3 costs as many moves as n4, and is tried first, but
+	// their replicas find no room; n4's fit in n5's holes.
+	st := fleet(t).nodes(5).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(5).burst(5), team("b").guarantee(1).burst(1)).at(hour)
+	for n := 1; n <= 3; n++ {
+		for _, at := range []int{0, 4} {
+			w.runningSlice(job(fmt.Sprintf("s%d-%d", n, at)).team("a").production().migProfile("3g.40gb"), fmt.Sprintf("n%d:0:3g.40gb@%d", n, at))
+		}
+	}
+	w.runningSlice(job("r0").team("a").production().migProfile("1g.10gb"), "n4:0:1g.10gb@0")
+	w.runningSlice(job("r4").team("a").production().migProfile("1g.10gb"), "n4:0:1g.10gb@4")
+	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), "n5:0:1g.10gb@0")
+	w.runningSlice(job("nb4").team("a").bestEffort().migProfile("1g.10gb"), "n5:0:1g.10gb@4")
+	w.submit(job("train").team("b").gpus(1).submitted(hour))
+	d := w.cycle()
+	if len(d.Preemptions) != 0 {
+		t.Fatalf("victims %v: a is within its guarantee", victimsOf(d))
+	}
+	if len(d.Migrations) != 2 {
+		t.Fatalf("migrations %+v, want r0 and r4 moved off n4; train waits %q", d.Migrations, reasonOf(d, "train"))
+	}
+	for _, m := range d.Migrations {
+		if (m.Job != "r0" && m.Job != "r4") || m.To.Node != "n5" {
+			t.Errorf("migration %+v, want r0 or r4 moved to n5", m)
+		}
+	}
+}
