@@ -318,3 +318,32 @@ func TestAMovePlanTriesEveryNodeNotOnlyTheCheapest(t *testing.T) {
 		}
 	}
 }
+
+func TestAOneGPUClaimTriesEachGPUOfANode(t *testing.T) {
+	// n1's GPU 0 holds a 3g.40gb replica of a's, its GPU 1 two 1g.10gb
+	// replicas; n2 holds two of a's notebooks (which do not move), so MIG
+	// room is left only in 1g.10gb holes. b is owed one whole GPU.
+	// Freeing GPU 0 is the cheaper plan (one move), but its replica finds
+	// no room; GPU 1's two fit in n2's holes.
+	st := fleet(t).nodes(1).gpus(2, "H100-80GB").mig().nodes(1).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(3).burst(3), team("b").guarantee(1).burst(1)).at(hour)
+	w.runningSlice(job("big").team("a").production().migProfile("3g.40gb"), "n1:0:3g.40gb@0")
+	w.runningSlice(job("r0").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@0")
+	w.runningSlice(job("r4").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@4")
+	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), "n2:0:1g.10gb@0")
+	w.runningSlice(job("nb4").team("a").bestEffort().migProfile("1g.10gb"), "n2:0:1g.10gb@4")
+	w.submit(job("exp").team("b").gpus(1).submitted(hour))
+	d := w.cycle()
+	if len(d.Preemptions) != 0 {
+		t.Fatalf("victims %v: a is within its guarantee", victimsOf(d))
+	}
+	if len(d.Migrations) != 2 {
+		t.Fatalf("migrations %+v, want r0 and r4 moved to n2; exp waits %q", d.Migrations, reasonOf(d, "exp"))
+	}
+	for _, m := range d.Migrations {
+		if (m.Job != "r0" && m.Job != "r4") || m.To.Node != "n2" {
+			t.Errorf("migration %+v, want r0 or r4 moved to n2", m)
+		}
+	}
+}
