@@ -176,6 +176,24 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 		victims []*Job
 		cost    [3]int
 	}
+	// Per GPU, the replicas to move and the jobs to evict to free it.
+	type freeing struct {
+		tasks   []taskOf
+		victims []*Job
+	}
+	// What freeing a GPU adds to a plan that evicts those already
+	// evicted: victims, their victimCost, moves.
+	costOf := func(f freeing, evicted map[*Job]bool) [3]int {
+		var cost [3]int
+		for _, v := range f.victims {
+			if !evicted[v] {
+				cost[0]++
+				cost[1] += victimCost(c, v)
+			}
+		}
+		cost[2] = len(f.tasks)
+		return cost
+	}
 	var cands []cand
 	// A plan moves or relocates something (else it is the victim
 	// search's case), within the bounds.
@@ -186,11 +204,6 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 		n := st.Node(i)
 		if len(n.GPUs) < r.Count || !allowed(n) {
 			continue
-		}
-		// Per GPU, the replicas to move and the jobs to evict to free it.
-		type freeing struct {
-			tasks   []taskOf
-			victims []*Job
 		}
 		var gpus []freeing
 		for k := range n.GPUs {
@@ -239,12 +252,7 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 			// research's guarantee is served sooner, and search's
 			// production beyond its guarantee finds less room.
 			for _, f := range gpus {
-				cd := cand{node: n.Name, tasks: f.tasks, victims: f.victims}
-				for _, v := range f.victims {
-					cd.cost[0]++
-					cd.cost[1] += victimCost(c, v)
-				}
-				cd.cost[2] = len(f.tasks)
+				cd := cand{node: n.Name, tasks: f.tasks, victims: f.victims, cost: costOf(f, nil)}
 				if usable(cd) {
 					cands = append(cands, cd)
 				}
@@ -262,14 +270,7 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 				if picked[x] {
 					continue
 				}
-				var cost [3]int
-				for _, v := range f.victims {
-					if !evicted[v] {
-						cost[0]++
-						cost[1] += victimCost(c, v)
-					}
-				}
-				cost[2] = len(f.tasks)
+				cost := costOf(f, evicted)
 				if best < 0 || less3(cost, bestCost) {
 					best, bestCost = x, cost
 				}

@@ -302,21 +302,9 @@ func TestAMovePlanTriesEveryNodeNotOnlyTheCheapest(t *testing.T) {
 	}
 	w.runningSlice(job("r0").team("a").production().migProfile("1g.10gb"), "n4:0:1g.10gb@0")
 	w.runningSlice(job("r4").team("a").production().migProfile("1g.10gb"), "n4:0:1g.10gb@4")
-	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), "n5:0:1g.10gb@0")
-	w.runningSlice(job("nb4").team("a").bestEffort().migProfile("1g.10gb"), "n5:0:1g.10gb@4")
+	w.notebookHoles("n5")
 	w.submit(job("train").team("b").gpus(1).submitted(hour))
-	d := w.cycle()
-	if len(d.Preemptions) != 0 {
-		t.Fatalf("victims %v: a is within its guarantee", victimsOf(d))
-	}
-	if len(d.Migrations) != 2 {
-		t.Fatalf("migrations %+v, want r0 and r4 moved off n4; train waits %q", d.Migrations, reasonOf(d, "train"))
-	}
-	for _, m := range d.Migrations {
-		if (m.Job != "r0" && m.Job != "r4") || m.To.Node != "n5" {
-			t.Errorf("migration %+v, want r0 or r4 moved to n5", m)
-		}
-	}
+	wantOnlyR0R4MovedTo(t, w.cycle(), "train", "n5")
 }
 
 func TestAOneGPUClaimTriesEachGPUOfANode(t *testing.T) {
@@ -331,19 +319,32 @@ func TestAOneGPUClaimTriesEachGPUOfANode(t *testing.T) {
 	w.runningSlice(job("big").team("a").production().migProfile("3g.40gb"), "n1:0:3g.40gb@0")
 	w.runningSlice(job("r0").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@0")
 	w.runningSlice(job("r4").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@4")
-	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), "n2:0:1g.10gb@0")
-	w.runningSlice(job("nb4").team("a").bestEffort().migProfile("1g.10gb"), "n2:0:1g.10gb@4")
+	w.notebookHoles("n2")
 	w.submit(job("exp").team("b").gpus(1).submitted(hour))
-	d := w.cycle()
+	wantOnlyR0R4MovedTo(t, w.cycle(), "exp", "n2")
+}
+
+// wantOnlyR0R4MovedTo checks that claim's cycle evicted nothing (team a
+// is within its guarantee) and moved replicas r0 and r4, both to node to.
+func wantOnlyR0R4MovedTo(t *testing.T, d Decision, claim, to string) {
+	t.Helper()
 	if len(d.Preemptions) != 0 {
 		t.Fatalf("victims %v: a is within its guarantee", victimsOf(d))
 	}
 	if len(d.Migrations) != 2 {
-		t.Fatalf("migrations %+v, want r0 and r4 moved to n2; exp waits %q", d.Migrations, reasonOf(d, "exp"))
+		t.Fatalf("migrations %+v, want r0 and r4 moved to %s; %s waits %q", d.Migrations, to, claim, reasonOf(d, claim))
 	}
 	for _, m := range d.Migrations {
-		if (m.Job != "r0" && m.Job != "r4") || m.To.Node != "n2" {
-			t.Errorf("migration %+v, want r0 or r4 moved to n2", m)
+		if (m.Job != "r0" && m.Job != "r4") || m.To.Node != to {
+			t.Errorf("migration %+v, want r0 or r4 moved to %s", m, to)
 		}
 	}
+}
+
+// notebookHoles puts two of team a's notebooks on GPU 0 of node, at @0
+// and @4: no half of the GPU is left for a 3g.40gb, and the notebooks do
+// not move.
+func (w *world) notebookHoles(node string) {
+	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), node+":0:1g.10gb@0")
+	w.runningSlice(job("nb4").team("a").bestEffort().migProfile("1g.10gb"), node+":0:1g.10gb@4")
 }
