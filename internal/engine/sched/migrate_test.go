@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"partita.dev/partita/internal/workload"
 )
 
 // movingWorld: on n1, a's production replica "serve" holds a 1g instance
@@ -218,6 +220,76 @@ func TestAClaimRelocatesWorkWithNoServiceToMove(t *testing.T) {
 	}
 	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
 		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
+	}
+}
+
+func TestAClaimRelocatesAnotherTeamsGangOfItsClass(t *testing.T) {
+	// a's 2-task gang, within a's guarantee and checkpointed 5 minutes
+	// ago, holds one GPU of each node; b is owed two GPUs on one node, for
+	// a job of the same class, which may not evict the gang. Restarted
+	// from its checkpoint, the gang fits on n2 alone. Before, only
+	// one-task jobs of a lower class were relocated, and on the default
+	// scenario ads' 8-GPU fine-tunes waited for hours behind one GPU of a
+	// research pretraining gang on each node.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(2), team("b").guarantee(2).burst(2)).at(hour)
+	w.running(job("pre").team("a").gang(2).gpus(1), 0, hour-5*time.Minute, "n1:0", "n2:0")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"pre"}) {
+		t.Fatalf("victims %v, want [pre]; train waits %q", got, reasonOf(d, "train"))
+	}
+	w.release()
+	w.job("pre").Submitted = w.now
+	d = w.cycle()
+	if !slices.Contains(startedJobs(d), "pre") || len(startsOf(d, "pre")) != 2 || !slices.Equal(nodesOf(startsOf(d, "pre")), []string{"n2"}) {
+		t.Fatalf("pre did not start again on n2: starts %+v, pre waits %q", startsOf(d, "pre"), reasonOf(d, "pre"))
+	}
+	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
+		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
+	}
+}
+
+func TestNoRelocationOfTheClaimantsOwnTeamOrOfProduction(t *testing.T) {
+	for _, c := range []struct {
+		name, team string
+		class      workload.Class
+	}{
+		{"b's own gang", "b", workload.Batch},
+		{"a's production", "a", workload.Production},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := fleet(t).nodes(2).gpus(2, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, "partita", st),
+				team("a").guarantee(2).burst(2), team("b").guarantee(4).burst(4)).at(hour)
+			w.running(job("pre").team(c.team).class(c.class).gang(2).gpus(1), 0, hour-5*time.Minute, "n1:0", "n2:0")
+			cl := workload.Batch
+			if c.class == workload.Production {
+				cl = workload.Production
+			}
+			w.submit(job("train").team("b").class(cl).gpus(2).submitted(hour))
+			if d := w.cycle(); slices.Contains(victimsOf(d), "pre") {
+				t.Fatalf("victims %v: a job of the claim's class is relocated only for another team, and production never", victimsOf(d))
+			}
+		})
+	}
+}
+
+func TestARelocatedJobMayTakeAnIdleMIGGPUTurnedWhole(t *testing.T) {
+	// c's experiment holds n1's GPU 0; n2's GPU 0 is an idle MIG GPU and
+	// its GPU 1 holds a's batch job. b is owed two GPUs on one node: n1,
+	// once the experiment starts again on n2's MIG GPU turned whole.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(1).burst(1), team("b").guarantee(2).burst(2), team("c").guarantee(1).burst(1)).at(hour)
+	w.migOff("n1", 0, 1).migOff("n2", 1)
+	w.running(job("exp").team("c").bestEffort().gpus(1), 0, hour-5*time.Minute, "n1:0")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:1")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"exp"}) {
+		t.Fatalf("victims %v, want [exp] (to start again on n2's GPU 0); train waits %q", got, reasonOf(d, "train"))
 	}
 }
 
