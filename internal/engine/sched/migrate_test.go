@@ -293,6 +293,36 @@ func TestARelocatedJobMayTakeAnIdleMIGGPUTurnedWhole(t *testing.T) {
 	}
 }
 
+func TestReplicasToMoveGetAnIdleGPUTurnedToMIG(t *testing.T) {
+	// n1: a's replica serve on GPU 0 (MIG), GPU 1 idle and whole. n2: GPU
+	// 0 idle and whole, GPU 1 held by a's batch job. b is owed two GPUs
+	// on one node: only n1, once serve moves, and no MIG GPU has room for
+	// it. n2's idle GPU is turned to MIG for it first; serve moves once
+	// the change is done. Before, the claim waited for serve to end.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(2), team("b").guarantee(2).burst(2)).at(hour)
+	w.migOff("n1", 1).migOff("n2", 0, 1)
+	w.runningSlice(job("serve").team("a").production().migProfile("3g.40gb"), "n1:0:3g.40gb@4")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:1")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if len(d.Migrations) != 0 || len(d.Preemptions) != 0 {
+		t.Fatalf("migrations %+v, victims %v before n2's GPU is MIG", d.Migrations, victimsOf(d))
+	}
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" || d.Reconfigs[0].GPU != 0 || !d.Reconfigs[0].MIG || d.Reconfigs[0].For != "train" {
+		t.Fatalf("reconfigs %+v, want n2's GPU 0 turned to MIG for train; train waits %q", d.Reconfigs, reasonOf(d, "train"))
+	}
+	if got := reasonOf(d, "train"); got != WaitReconfig {
+		t.Errorf("train waits %q, want %q", got, WaitReconfig)
+	}
+	w.uncordonAll()
+	d = w.cycle()
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve" || d.Migrations[0].To.Node != "n2" || d.Migrations[0].Creates {
+		t.Fatalf("migrations %+v, want serve moved to n2's new instance; train waits %q", d.Migrations, reasonOf(d, "train"))
+	}
+}
+
 func TestAClaimMovesMoreThanEightReplicas(t *testing.T) {
 	// n1's two GPUs hold ten 1g.10gb replicas of a's services; n2's hold
 	// a notebook each (not movable) and room for twelve 1g.10gb. b is owed
