@@ -315,3 +315,35 @@ func TestReplicasNeedingInstancesShareOneReconfig(t *testing.T) {
 		}
 	}
 }
+
+func TestAJobWaitsForTheChangeMadeForItRatherThanCreateAnInstanceElsewhere(t *testing.T) {
+	// n1's MIG GPU is being changed for someone else, so svc's 3g.40gb
+	// gets n2's idle GPU turned to MIG. n1's change ends first: svc could
+	// now create an instance there, which takes as long as n2's change
+	// still has to run, and would leave that change unused.
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(2).burst(2)).at(hour)
+	w.migOff("n2", 0)
+	if err := w.st.Cordon("n1", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	w.submit(job("svc").team("a").production().migProfile("3g.40gb").submitted(hour))
+	d := w.cycle()
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" || !d.Reconfigs[0].MIG {
+		t.Fatalf("reconfigs %+v, want n2's GPU turned to MIG for svc; svc waits %q", d.Reconfigs, reasonOf(d, "svc"))
+	}
+	if err := w.st.Cordon("n1", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	d = w.at(hour + 10*time.Second).cycle()
+	if got := startsOf(d, "svc"); len(got) != 0 {
+		t.Fatalf("svc started %+v while the change made for it is under way", got)
+	}
+	if got := reasonOf(d, "svc"); got != WaitReconfig {
+		t.Errorf("svc waits %q, want %q", got, WaitReconfig)
+	}
+	d = w.at(hour + 30*time.Second).uncordonAll().cycle()
+	if got := startsOf(d, "svc"); len(got) != 1 || got[0].Assignment.Node != "n2" || got[0].Creates {
+		t.Fatalf("svc starts %+v, want one on n2's new instance", got)
+	}
+}
