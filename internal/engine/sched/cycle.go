@@ -635,7 +635,7 @@ func (s *Scheduler) tryStart(c *cycle, j *Job, idx []int, reqs []*engine.Request
 		if err != nil {
 			continue
 		}
-		if s.changePending(c, j.ID()) && slices.ContainsFunc(as, func(a cluster.Assignment) bool { return createsInstance(c.st, a) }) {
+		if s.changeUnderWay(c, j.ID()) && slices.ContainsFunc(as, func(a cluster.Assignment) bool { return createsInstance(c.st, a) }) {
 			// A change made for j is still being applied: its instances
 			// are ready no later than one created now, and made for it.
 			// (Started elsewhere on a new instance, a replica waited as

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"sort"
+	"time"
 
 	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine"
@@ -66,6 +67,24 @@ func (s *Scheduler) changePending(c *cycle, job string) bool {
 	for _, ref := range s.awaiting[job] {
 		n := c.in.Cluster.NodeByName(ref.node)
 		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() {
+			return true
+		}
+	}
+	return false
+}
+
+// changeWait bounds how long a job waits for a change made for it rather
+// than start on an instance created elsewhere: a change that has not
+// ended by then may have failed (on Kubernetes a failed change keeps its
+// node cordoned until someone looks).
+const changeWait = 2 * time.Minute
+
+// changeUnderWay reports whether a change asked for the job less than
+// changeWait ago is still being applied.
+func (s *Scheduler) changeUnderWay(c *cycle, job string) bool {
+	for _, ref := range s.awaiting[job] {
+		n := c.in.Cluster.NodeByName(ref.node)
+		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() && c.in.Now-s.lastChange[ref] < changeWait {
 			return true
 		}
 	}

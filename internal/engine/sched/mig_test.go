@@ -347,3 +347,25 @@ func TestAJobWaitsForTheChangeMadeForItRatherThanCreateAnInstanceElsewhere(t *te
 		t.Fatalf("svc starts %+v, want one on n2's new instance", got)
 	}
 }
+
+func TestAJobStopsWaitingForAChangeThatDoesNotEnd(t *testing.T) {
+	// As above, but n2's change never ends (on Kubernetes a failed change
+	// keeps its node cordoned): after changeWait svc takes n1's room.
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(2).burst(2)).at(hour)
+	w.migOff("n2", 0)
+	if err := w.st.Cordon("n1", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	w.submit(job("svc").team("a").production().migProfile("3g.40gb").submitted(hour))
+	if d := w.cycle(); len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" {
+		t.Fatalf("reconfigs %+v, want n2's GPU turned to MIG for svc", d.Reconfigs)
+	}
+	if err := w.st.Cordon("n1", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	d := w.at(hour + changeWait).cycle()
+	if got := startsOf(d, "svc"); len(got) != 1 || got[0].Assignment.Node != "n1" {
+		t.Fatalf("svc starts %+v, want one on n1 once n2's change has run %v; svc waits %q", got, changeWait, reasonOf(d, "svc"))
+	}
+}
