@@ -28,7 +28,7 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	tracePath := fs.String("trace", "", "write every decision carried out to this file (one run only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the runs to this file")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the runs to this file")
-	reserve := fs.Float64("production-reserve", -1, "GPUs partita keeps free of borrowed batch and best-effort work, for production (-1: the scenario's production_reserve_gpus)")
+	reserve := fs.Float64("production-reserve", -1, "GPUs partita keeps free of borrowed batch and best-effort work and borrowed production on whole GPUs, for production (-1: the scenario's production_reserve_gpus)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -76,8 +76,9 @@ type Config struct {
 	// already, where one fits (pinnedSliceNodes).
 	GroupPinned bool
 	// ProductionReserve is GPU (milli) kept free of borrowed lower-class
-	// work, so production starts without evicting anyone (0: none). It
-	// trades utilization for production latency: docs/mixed.md.
+	// work and borrowed production on whole GPUs (reserveHolds), so
+	// production starts without evicting anyone (0: none). It trades
+	// utilization for production latency: docs/mixed.md.
 	ProductionReserve int64
 	// Headroom is the GPU memory a memory profile keeps above its peak.
 	Headroom float64

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -204,7 +205,8 @@ func TestProductionReserveHoldsBorrowedWorkOnly(t *testing.T) {
 	// Four GPUs, a reserve of two for production. Team a (guarantee 1)
 	// runs one GPU; its second best-effort GPU is borrowed and would
 	// leave 2 free: allowed; its third would leave 1: held. Team b,
-	// within its guarantee, and production are not held.
+	// within its guarantee, is not held, whatever the class (borrowed
+	// production: the next test).
 	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
 	sch := newScheduler(t, "partita", st, func(c *Config) { c.ProductionReserve = 2000 })
 	w := newWorld(t, st, sch, team("a").guarantee(1).burst(4), team("b").guarantee(2).burst(4))
@@ -220,9 +222,29 @@ func TestProductionReserveHoldsBorrowedWorkOnly(t *testing.T) {
 		t.Errorf("a-borrow-2 waits %q, want %q", got, WaitProdReserve)
 	}
 	w.submit(job("b-owed").team("b").bestEffort().submitted(3*time.Second),
-		job("a-serve").team("a").production().submitted(4*time.Second))
+		job("b-serve").team("b").production().submitted(4*time.Second))
 	d = w.at(2 * time.Minute).cycle()
-	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"a-serve", "b-owed"}) {
-		t.Errorf("started %v, want [a-serve b-owed]: production and a guarantee claim ignore the reserve", got)
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"b-owed", "b-serve"}) {
+		t.Errorf("started %v, want [b-owed b-serve]: claims within the guarantee ignore the reserve", got)
+	}
+}
+
+func TestProductionReserveHoldsBorrowedProductionOnWholeGPUs(t *testing.T) {
+	// Eight GPUs on two nodes, a reserve of 4. Team a (guarantee 1) runs
+	// production on n1's four GPUs; a 4-GPU service would leave no GPU
+	// free and is held, while a service on a MIG instance is not.
+	st := fleet(t).nodes(2).gpus(4, "H100-80GB").mig().build()
+	sch := newScheduler(t, "partita", st, func(c *Config) { c.ProductionReserve = 4000 })
+	w := newWorld(t, st, sch, team("a").guarantee(1).burst(8), team("b").guarantee(7).burst(8)).at(hour)
+	w.migOff("n1", 0, 1, 2, 3).migOff("n2", 0, 1, 2)
+	w.running(job("a-big").team("a").production().gpus(4), 0, 0, "n1:0,1,2,3")
+	w.submit(job("a-big-2").team("a").production().gpus(4).submitted(hour),
+		job("a-small").team("a").production().migProfile("1g.10gb").submitted(hour))
+	d := w.cycle()
+	if got := reasonOf(d, "a-big-2"); got != WaitProdReserve {
+		t.Errorf("a-big-2 waits %q, want %q: borrowed production on whole GPUs keeps the reserve", got, WaitProdReserve)
+	}
+	if !slices.Contains(startedJobs(d), "a-small") {
+		t.Errorf("a-small did not start (waits %q): borrowed production on MIG may use the reserve", reasonOf(d, "a-small"))
 	}
 }

@@ -36,7 +36,8 @@ type Options struct {
 	Coalesce time.Duration
 	// ProductionReserveGPUs, when set, replaces the scenario's
 	// production_reserve_gpus: GPUs partita keeps free of borrowed batch
-	// and best-effort work (sched.Config.ProductionReserve). naive and
+	// and best-effort work and borrowed production on whole GPUs
+	// (sched.Config.ProductionReserve). naive and
 	// gang-drf model systems without such a setting and ignore it.
 	ProductionReserveGPUs *float64
 	// Trace, when set, receives one line per decision carried out.
