@@ -43,9 +43,10 @@ type Config struct {
 	// victims.
 	Preempt bool
 	// ProtectProduction: best-effort work reclaiming its team's guarantee
-	// does not evict another team's production. (Without it, on the
-	// default scenario, research's experiments and search's services
-	// evicted each other hundreds of times a week: docs/mixed.md.)
+	// does not evict another team's production on MIG instances (on
+	// whole GPUs it may: onWholeGPUs). (Without it, on the default
+	// scenario, research's experiments and search's services evicted
+	// each other hundreds of times a week: docs/mixed.md.)
 	ProtectProduction bool
 	// Migrate: production replicas on MIG instances may be moved to
 	// another node (make before break) to give a whole-GPU claim a node

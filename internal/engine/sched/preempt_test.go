@@ -229,10 +229,14 @@ func TestReclaim(t *testing.T) {
 			pending: job("a-job").team("a").gpus(2),
 		},
 		{
-			name:    "best-effort work does not evict production, even to reclaim (ProtectProduction)",
+			// ProtectProduction spares production on MIG instances only
+			// (TestBestEffortDoesNotEvictProductionOnMIG).
+			name:    "best-effort work reclaims from production on whole GPUs",
 			teams:   []*teamBuilder{team("a").guarantee(4).burst(4), team("b").burst(8)},
 			run:     func(w *world) { w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3") },
 			pending: job("a-job").team("a").bestEffort().gpus(2),
+			victims: []string{"b-serve"},
+			reason:  "team a reclaims its guarantee for a-job",
 			only:    []string{"partita"},
 		},
 		{
@@ -713,5 +717,25 @@ func TestPromisedNodesStayHeldWhileTheJobsMIGChangeRuns(t *testing.T) {
 	d = w.at(hour + time.Minute).uncordonAll().cycle()
 	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"tune"}) {
 		t.Errorf("after the change: started %v, want [tune]; tune waits %q", got, reasonOf(d, "tune"))
+	}
+}
+
+func TestBestEffortDoesNotEvictProductionOnMIG(t *testing.T) {
+	// b borrows the only GPU with seven 1g.10gb services; a, owed a GPU,
+	// asks for a best-effort 1g.10gb. With ProtectProduction it waits:
+	// reclaiming from production on MIG instances, research's notebooks
+	// and search's services evicted each other hundreds of times a week.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
+	for _, protect := range []bool{true, false} {
+		w := newWorld(t, st.Clone(), newScheduler(t, "partita", st, func(c *Config) { c.ProtectProduction = protect }),
+			team("a").guarantee(1).burst(1), team("b").burst(8)).at(hour)
+		for k := 0; k < 7; k++ {
+			w.runningSlice(job(fmt.Sprintf("b-serve-%d", k)).team("b").production().migProfile("1g.10gb"), fmt.Sprintf("n1:0:1g.10gb@%d", k))
+		}
+		w.submit(job("a-nb").team("a").bestEffort().migProfile("1g.10gb").submitted(hour))
+		d := w.decide()
+		if got := victimsOf(d); protect && len(got) != 0 || !protect && len(got) != 1 {
+			t.Errorf("ProtectProduction %v: victims %v, want none with it and one without", protect, got)
+		}
 	}
 }
