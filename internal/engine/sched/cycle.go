@@ -662,15 +662,7 @@ func reserveHolds(c *cycle, j *Job) bool {
 	if withinGuarantee(c, j) {
 		return false
 	}
-	if j.Spec.Class < workload.Production {
-		return true
-	}
-	for _, t := range j.Spec.Tasks {
-		if t.GPU.Kind == workload.WholeGPUs {
-			return true
-		}
-	}
-	return false
+	return j.Spec.Class < workload.Production || onWholeGPUs(j)
 }
 
 // pinnedSliceNodes is, for a MIG task that cannot be moved (a notebook,

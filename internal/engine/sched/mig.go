@@ -64,9 +64,15 @@ func (s *Scheduler) awaitingChange(c *cycle, j *Job) bool {
 // changePending reports whether a change asked for the job is still being
 // applied (its GPU is cordoned in the world's cluster).
 func (s *Scheduler) changePending(c *cycle, job string) bool {
+	return s.changeAskedWithin(c, job, -1)
+}
+
+// changeAskedWithin is changePending for the changes asked less than
+// within ago (any when within < 0).
+func (s *Scheduler) changeAskedWithin(c *cycle, job string, within time.Duration) bool {
 	for _, ref := range s.awaiting[job] {
 		n := c.in.Cluster.NodeByName(ref.node)
-		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() {
+		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() && (within < 0 || c.in.Now-s.lastChange[ref] < within) {
 			return true
 		}
 	}
@@ -82,13 +88,7 @@ const changeWait = 2 * time.Minute
 // changeUnderWay reports whether a change asked for the job less than
 // changeWait ago is still being applied.
 func (s *Scheduler) changeUnderWay(c *cycle, job string) bool {
-	for _, ref := range s.awaiting[job] {
-		n := c.in.Cluster.NodeByName(ref.node)
-		if n != nil && ref.index < len(n.GPUs) && n.GPUs[ref.index].Cordoned() && c.in.Now-s.lastChange[ref] < changeWait {
-			return true
-		}
-	}
-	return false
+	return s.changeAskedWithin(c, job, changeWait)
 }
 
 func (s *Scheduler) cooled(c *cycle, node string, index int) bool {

@@ -316,11 +316,11 @@ func TestReplicasNeedingInstancesShareOneReconfig(t *testing.T) {
 	}
 }
 
-func TestAJobWaitsForTheChangeMadeForItRatherThanCreateAnInstanceElsewhere(t *testing.T) {
-	// n1's MIG GPU is being changed for someone else, so svc's 3g.40gb
-	// gets n2's idle GPU turned to MIG. n1's change ends first: svc could
-	// now create an instance there, which takes as long as n2's change
-	// still has to run, and would leave that change unused.
+// changeForSvc: n1's MIG GPU is being changed for someone else, so svc's
+// 3g.40gb gets n2's idle GPU turned to MIG (the decision returned); then
+// n1's change ends, and n2's is still being applied.
+func changeForSvc(t *testing.T) (*world, Decision) {
+	t.Helper()
 	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
 	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(2).burst(2)).at(hour)
 	w.migOff("n2", 0)
@@ -329,11 +329,20 @@ func TestAJobWaitsForTheChangeMadeForItRatherThanCreateAnInstanceElsewhere(t *te
 	}
 	w.submit(job("svc").team("a").production().migProfile("3g.40gb").submitted(hour))
 	d := w.cycle()
-	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" || !d.Reconfigs[0].MIG {
-		t.Fatalf("reconfigs %+v, want n2's GPU turned to MIG for svc; svc waits %q", d.Reconfigs, reasonOf(d, "svc"))
-	}
 	if err := w.st.Cordon("n1", 0, false); err != nil {
 		t.Fatal(err)
+	}
+	return w, d
+}
+
+func TestAJobWaitsForTheChangeMadeForItRatherThanCreateAnInstanceElsewhere(t *testing.T) {
+	// n1's MIG GPU is being changed for someone else, so svc's 3g.40gb
+	// gets n2's idle GPU turned to MIG. n1's change ends first: svc could
+	// now create an instance there, which takes as long as n2's change
+	// still has to run, and would leave that change unused.
+	w, d := changeForSvc(t)
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" || !d.Reconfigs[0].MIG {
+		t.Fatalf("reconfigs %+v, want n2's GPU turned to MIG for svc; svc waits %q", d.Reconfigs, reasonOf(d, "svc"))
 	}
 	d = w.at(hour + 10*time.Second).cycle()
 	if got := startsOf(d, "svc"); len(got) != 0 {
@@ -351,20 +360,11 @@ func TestAJobWaitsForTheChangeMadeForItRatherThanCreateAnInstanceElsewhere(t *te
 func TestAJobStopsWaitingForAChangeThatDoesNotEnd(t *testing.T) {
 	// As above, but n2's change never ends (on Kubernetes a failed change
 	// keeps its node cordoned): after changeWait svc takes n1's room.
-	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
-	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(2).burst(2)).at(hour)
-	w.migOff("n2", 0)
-	if err := w.st.Cordon("n1", 0, true); err != nil {
-		t.Fatal(err)
-	}
-	w.submit(job("svc").team("a").production().migProfile("3g.40gb").submitted(hour))
-	if d := w.cycle(); len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" {
+	w, d := changeForSvc(t)
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" {
 		t.Fatalf("reconfigs %+v, want n2's GPU turned to MIG for svc", d.Reconfigs)
 	}
-	if err := w.st.Cordon("n1", 0, false); err != nil {
-		t.Fatal(err)
-	}
-	d := w.at(hour + changeWait).cycle()
+	d = w.at(hour + changeWait).cycle()
 	if got := startsOf(d, "svc"); len(got) != 1 || got[0].Assignment.Node != "n1" {
 		t.Fatalf("svc starts %+v, want one on n1 once n2's change has run %v; svc waits %q", got, changeWait, reasonOf(d, "svc"))
 	}

@@ -781,8 +781,8 @@ func migFreeMilli(n *cluster.Node) int64 {
 	return total
 }
 
-// onWholeGPUs says whether a task of v holds whole GPUs. ProtectProduction
-// spares production on MIG instances only: a 70B service beyond its team's
+// onWholeGPUs says whether a task of v asks for whole GPUs (reserveHolds
+// reads it too). ProtectProduction spares production on MIG instances only: a 70B service beyond its team's
 // guarantee holds 4 whole GPUs, which research's 1-GPU experiments are
 // owed. Default scenario: violations 181k → 161k team-s on seeds 1-144
 // and 163k → 145k on 145-288, production p95 ≤ 30 s on 132 seeds (128)
