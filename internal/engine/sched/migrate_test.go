@@ -450,3 +450,47 @@ func (w *world) notebookHoles(node string) {
 	w.runningSlice(job("nb0").team("a").bestEffort().migProfile("1g.10gb"), node+":0:1g.10gb@0")
 	w.runningSlice(job("nb4").team("a").bestEffort().migProfile("1g.10gb"), node+":0:1g.10gb@4")
 }
+
+func TestMovesForOneClaimKeepOffTheNodeOfAnother(t *testing.T) {
+	// n1: GPU 0 idle, a's 1g.10gb replica serve1 on GPU 1. n2: GPU 0
+	// idle, a's 7g.80gb replica serve2 on GPU 1. m: room for one more
+	// 1g.10gb. b and d are each owed two GPUs on one node. b, first, gets
+	// n1 by moving serve1 to m. While serve1's old copy is still on n1,
+	// d plans for n2: serve2 finds no MIG room, and n1's idle GPU, turned
+	// to MIG, would take it, but n1 is b's. (Default scenario, seed 16: a
+	// second claim's replicas took the GPUs the first had freed, and the
+	// first waited 586 s instead of 60.)
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().nodes(1).named("m").gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(3).burst(3), team("b").guarantee(2).burst(2), team("d").guarantee(2).burst(2)).at(hour)
+	w.migOff("n1", 0).migOff("n2", 0)
+	w.runningSlice(job("serve1").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@6")
+	w.runningSlice(job("serve2").team("a").production().migProfile("7g.80gb"), "n2:1:7g.80gb@0")
+	for k := range 6 {
+		w.runningSlice(job(fmt.Sprintf("fill%d", k)).team("a").production().migProfile("1g.10gb"), fmt.Sprintf("m:0:1g.10gb@%d", k))
+	}
+	w.submit(job("train-b").team("b").gpus(2).submitted(hour - time.Minute))
+	w.submit(job("train-d").team("d").gpus(2).submitted(hour))
+	d := w.cycle()
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve1" || d.Migrations[0].To.Node != "m" || d.Migrations[0].For != "train-b" {
+		t.Fatalf("migrations %+v, want serve1 moved to m for train-b; train-b waits %q", d.Migrations, reasonOf(d, "train-b"))
+	}
+	w.at(hour + 2*moveCooldown)
+	d = w.cycle()
+	for _, m := range d.Migrations {
+		if m.To.Node == "n1" {
+			t.Errorf("%s moved to n1 for %s: n1 is train-b's", m.Job, m.For)
+		}
+	}
+	for _, r := range d.Reconfigs {
+		if r.Node == "n1" && r.For != "train-b" {
+			t.Errorf("n1's GPU %d changed for %s: n1 is train-b's", r.GPU, r.For)
+		}
+	}
+	w.moved()
+	w.cycle()
+	w.uncordonAll()
+	if d := w.cycle(); !slices.Contains(startedJobs(d), "train-b") || w.job("train-b").Placed[0].Node != "n1" {
+		t.Fatalf("train-b did not start on n1: %q", reasonOf(d, "train-b"))
+	}
+}

@@ -739,3 +739,27 @@ func TestBestEffortDoesNotEvictProductionOnMIG(t *testing.T) {
 		}
 	}
 }
+
+func TestAClaimInFlightCountsAgainstItsTeamsGuarantee(t *testing.T) {
+	// c borrows both GPUs. b is owed one: its first job evicts borrow1 for
+	// it. While borrow1 leaves, b's second job is not owed another (the
+	// first will take b's whole guarantee), so it evicts nothing. Default
+	// scenario: ads' second and third fine-tunes made room for themselves
+	// while its first was making room, and took the first's.
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("b").guarantee(1).burst(2), team("c").burst(2)).at(hour)
+	w.running(job("borrow1").team("c").gpus(1), 0, 0, "n1:0")
+	w.running(job("borrow2").team("c").gpus(1), 0, 0, "n2:0")
+	w.submit(job("first").team("b").gpus(1).submitted(hour - time.Minute))
+	w.submit(job("second").team("b").gpus(1).submitted(hour))
+	var victims []string
+	for range 3 {
+		d := w.cycle()
+		victims = append(victims, victimsOf(d)...)
+		w.at(w.now + 15*time.Second)
+	}
+	if !slices.Equal(victims, []string{"borrow1"}) && !slices.Equal(victims, []string{"borrow2"}) {
+		t.Fatalf("victims %v, want one borrowed job evicted, for first", victims)
+	}
+}

@@ -69,10 +69,25 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 }
 
 // withinGuarantee reports whether starting j keeps its team within its
-// guarantee: then the team is entitled to reclaim from borrowers.
+// guarantee: then the team is entitled to reclaim from borrowers. The
+// team's claims in flight (jobs promised nodes, waiting for victims to
+// leave or replicas to move) count as held: each of ads' pending
+// fine-tunes thought itself owed while the first made room, and made
+// room too, taking the first's. Default scenario, with the moves kept off
+// other claims' nodes: violations 147k → 115k team-s on seeds 1-144 and
+// 128k → 118k on 145-288, preemptions -5 % and -6 %.
 func withinGuarantee(c *cycle, j *Job) bool {
 	t, ok := c.teams[j.Spec.Team]
-	return ok && c.usage[j.Spec.Team]+c.demandOf(j) <= t.Guarantee
+	if !ok {
+		return false
+	}
+	use := c.usage[j.Spec.Team] + c.demandOf(j)
+	for id := range c.sch.promisedNodes {
+		if h, ok := c.job(id); ok && id != j.ID() && h.Phase == Pending && h.Spec.Team == j.Spec.Team {
+			use += c.demandOf(h)
+		}
+	}
+	return use <= t.Guarantee
 }
 
 // borrowing reports whether a team holds more than its guarantee.
