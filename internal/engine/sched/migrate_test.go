@@ -494,3 +494,49 @@ func TestMovesForOneClaimKeepOffTheNodeOfAnother(t *testing.T) {
 		t.Fatalf("train-b did not start on n1: %q", reasonOf(d, "train-b"))
 	}
 }
+
+func TestAClaimEvictsFirstWhenTheReplicasFitOnlyWhereItsVictimsLeave(t *testing.T) {
+	// n1: c's borrowed gang on GPU 0, a's 3g.40gb replica serve on GPU 1
+	// (MIG). n2: the gang's other task on GPU 0, a's batch job (within
+	// a's guarantee, long unsaved) on GPU 1. b is owed two GPUs on one
+	// node: only n1, by evicting the gang and moving serve, which fits
+	// nowhere while the gang runs. The gang is evicted first; its GPU on
+	// n2 is turned to MIG, serve moves there, and b starts on n1.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(2), team("b").guarantee(2).burst(2), team("c").burst(2)).at(hour)
+	w.migOff("n1", 0).migOff("n2", 0, 1)
+	w.running(job("gang").team("c").gang(2).gpus(1), 0, 0, "n1:0", "n2:0")
+	w.runningSlice(job("serve").team("a").production().migProfile("3g.40gb"), "n1:1:3g.40gb@4")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:1")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"gang"}) || len(d.Migrations) != 0 {
+		t.Fatalf("victims %v, migrations %+v, want the gang evicted first; train waits %q", got, d.Migrations, reasonOf(d, "train"))
+	}
+	if got := reasonOf(d, "train"); got != WaitPreempting {
+		t.Errorf("train waits %q, want %q", got, WaitPreempting)
+	}
+	w.release()
+	d = w.cycle()
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" || d.Reconfigs[0].GPU != 0 || !d.Reconfigs[0].MIG || d.Reconfigs[0].For != "train" {
+		t.Fatalf("reconfigs %+v, want n2's GPU 0 turned to MIG for train; train waits %q", d.Reconfigs, reasonOf(d, "train"))
+	}
+	if slices.Contains(startedJobs(d), "gang") {
+		t.Fatalf("the gang started again on n1 or n2, which train needs")
+	}
+	for range 6 {
+		w.uncordonAll().moved()
+		w.at(w.now + 30*time.Second)
+		if d := w.cycle(); slices.Contains(startedJobs(d), "train") {
+			if got := w.job("train").Placed[0].Node; got != "n1" {
+				t.Fatalf("train on %s, want n1", got)
+			}
+			if got := w.job("serve").Placed[0].Node; got != "n2" {
+				t.Fatalf("serve on %s, want n2", got)
+			}
+			return
+		}
+	}
+	t.Fatalf("train did not start")
+}
