@@ -138,6 +138,10 @@ type cycle struct {
 	st       *cluster.State // the plan so far, on a clone
 	teams    map[string]*Team
 	usage    map[string]int64 // GPU milli held per team
+	// inFlight is the demand of each team's jobs promised nodes
+	// (withinGuarantee), computed when first needed; nil after a promise
+	// is made or kept.
+	inFlight map[string]int64
 	d        Decision
 	capacity *workload.Capacity
 	// failed remembers job shapes that fitted nowhere this cycle: within a
@@ -713,6 +717,7 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 	delete(s.attempts, j.ID())
 	delete(s.backoff, j.ID())
 	delete(s.promisedNodes, j.ID())
+	c.inFlight = nil
 	delete(s.moving, j.ID())
 	delete(s.moveBackoff, j.ID())
 	delete(s.searchBackoff, j.ID())

@@ -117,6 +117,7 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 		s.preempt(c, j, victims, nodes)
 	}
 	s.promisedNodes[j.ID()] = nodes
+	c.inFlight = nil
 	s.moving[j.ID()] = refs
 	return WaitMoving
 }

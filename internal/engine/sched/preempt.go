@@ -489,6 +489,7 @@ func preemptedThisCycle(c *cycle, v *Job) bool {
 // the victims leave goes to others and j must preempt again.
 func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job, nodes map[string]bool) {
 	s.promisedNodes[j.ID()] = nodes
+	c.inFlight = nil
 	ids := make([]string, len(victims))
 	for i, v := range victims {
 		ids[i] = v.ID()

@@ -82,10 +82,20 @@ func withinGuarantee(c *cycle, j *Job) bool {
 		return false
 	}
 	use := c.usage[j.Spec.Team] + c.demandOf(j)
-	for id := range c.sch.promisedNodes {
-		if h, ok := c.job(id); ok && id != j.ID() && h.Phase == Pending && h.Spec.Team == j.Spec.Team {
-			use += c.demandOf(h)
+	if use > t.Guarantee {
+		return false
+	}
+	if c.inFlight == nil {
+		c.inFlight = map[string]int64{}
+		for id := range c.sch.promisedNodes {
+			if h, ok := c.job(id); ok && h.Phase == Pending {
+				c.inFlight[h.Spec.Team] += c.demandOf(h)
+			}
 		}
+	}
+	use += c.inFlight[j.Spec.Team]
+	if _, promised := c.sch.promisedNodes[j.ID()]; promised {
+		use -= c.demandOf(j) // counted once
 	}
 	return use <= t.Guarantee
 }
