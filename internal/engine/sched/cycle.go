@@ -133,11 +133,11 @@ func (s *Scheduler) Config() Config { return s.cfg }
 
 // cycle is the working state of one Cycle call.
 type cycle struct {
-	sch      *Scheduler
-	in       Input
-	st       *cluster.State // the plan so far, on a clone
-	teams    map[string]*Team
-	usage    map[string]int64 // GPU milli held per team
+	sch   *Scheduler
+	in    Input
+	st    *cluster.State // the plan so far, on a clone
+	teams map[string]*Team
+	usage map[string]int64 // GPU milli held per team
 	// inFlight is the demand of each team's jobs promised nodes
 	// (withinGuarantee), computed when first needed; nil after a promise
 	// is made or kept.
