@@ -282,6 +282,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			*e = heldEntry{owner: s, tasks: len(j.Placed), set: in.Cluster.NodeSet()}
 			if !noneOf(j.Placed) {
 				e.placed = append([]*cluster.Assignment(nil), j.Placed...)
+				e.slices = onSlices(j)
 			}
 			for _, a := range j.Placed {
 				if a == nil {
@@ -297,7 +298,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		}
 		e.seen = s.cycles
 		if j.Phase != Pending {
-			if s.cfg.GroupPinned && j.Spec.Class != workload.Production && e.milli > 0 && onSlices(j) {
+			if s.cfg.GroupPinned && j.Spec.Class != workload.Production && e.milli > 0 && e.slices {
 				if c.pinned == nil {
 					c.pinned = map[string]bool{}
 				}
@@ -375,6 +376,7 @@ type heldEntry struct {
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
 	team   int   // the job's team's position in the input (-1: none), when last seen
+	slices bool  // a task holds a MIG instance (onSlices)
 	// Caches of the job with this placement, each with the first task of
 	// the task list it was computed for (a world may rebuild a job under
 	// the same ID with other tasks): its shape, and its validation.
