@@ -22,7 +22,11 @@ type Result struct {
 	WaitP95              map[string]float64 `json:"wait_p95_s"`
 	JCTP50               float64            `json:"jct_p50_s"`
 	GuaranteeViolation   float64            `json:"guarantee_violation_s"`
-	JainFairness         float64            `json:"jain_fairness"`
+	// GuaranteeViolationOwed is GuaranteeViolation with each job's 60 s
+	// plus grace counted from the moment it became owed, not from its
+	// queueing (docs/metrics.md).
+	GuaranteeViolationOwed float64 `json:"guarantee_violation_owed_s"`
+	JainFairness           float64 `json:"jain_fairness"`
 	// JainSamples counts the samples JainFairness averages: those with
 	// every team backlogged. With none, JainFairness is 0 and means
 	// nothing.
@@ -66,12 +70,17 @@ type metrics struct {
 	violating   map[string]bool
 	lastCheck   time.Duration
 	violationS  float64
-	jain        []float64
-	timeline    []Sample
+	// owedSince is when each waiting job was first seen owed (its demand
+	// within what its team is still owed), without a break since.
+	owedSince      map[*job]time.Duration
+	violatingOwed  map[string]bool
+	violationOwedS float64
+	jain           []float64
+	timeline       []Sample
 }
 
 func newMetrics(w *world) *metrics {
-	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}}
+	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, owedSince: map[*job]time.Duration{}, violatingOwed: map[string]bool{}}
 	for i := 0; i < w.st.Len(); i++ {
 		m.gpus += float64(len(w.st.Node(i).GPUs))
 	}
@@ -189,7 +198,8 @@ func (m *metrics) lost(w *world, j *job, lost time.Duration) {
 // waiting runs after each cycle: it charges guarantee violations for the
 // time since the last cycle, then looks again. A team is in violation
 // while it holds less than its guarantee and has a job that fits in what
-// it is still owed, waiting longer than 60 s plus the grace period.
+// it is still owed, waiting longer than 60 s plus the grace period: since
+// its queueing (violating), or since it became owed (violatingOwed).
 func (m *metrics) waiting(w *world, d sched.Decision) {
 	now := w.now()
 	dt := (now - m.lastCheck).Seconds()
@@ -201,15 +211,36 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 		was[team] = v
 		m.violating[team] = false
 	}
+	for team, v := range m.violatingOwed {
+		if v {
+			m.violationOwedS += dt
+		}
+		m.violatingOwed[team] = false
+	}
+	prev := m.lastCheck
 	m.lastCheck = now
 	usage := teamUsage(w)
 	limit := time.Minute + w.sch.Config().Grace
 	for _, j := range w.active {
-		if j.Phase != sched.Pending || now-j.queuedAt <= limit || j.team < 0 {
+		if j.team < 0 {
 			continue
 		}
 		t := &w.teams[j.team]
-		if usage[j.team]+float64(j.milli) <= float64(t.Guarantee) {
+		if j.Phase != sched.Pending || usage[j.team]+float64(j.milli) > float64(t.Guarantee) {
+			delete(m.owedSince, j)
+			continue
+		}
+		since, ok := m.owedSince[j]
+		if !ok {
+			// Owed since the last look at the latest: the earliest it
+			// may have become owed.
+			since = max(prev, j.queuedAt)
+			m.owedSince[j] = since
+		}
+		if now-since > limit {
+			m.violatingOwed[t.Name] = true
+		}
+		if now-j.queuedAt > limit {
 			if !m.violating[t.Name] && !was[t.Name] {
 				w.tracef("violation %s: %s (%s, %d milli) waits %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.queuedAt).Seconds(), usage[j.team], t.Guarantee, d.Waiting[j.ID()].Reason)
 			}
@@ -316,7 +347,7 @@ func (m *metrics) result(w *world) *Result {
 	horizon := w.sc.Duration.Seconds()
 	r := &Result{
 		Scenario: w.sc.Name, Scheduler: w.opt.Scheduler, OOMEvents: m.oom, Preemptions: m.preemptions,
-		MIGReconfigurations: m.reconfigs, Migrations: m.migrations, GuaranteeViolation: m.violationS, LostGPUHours: m.lostGPUSec / 3600,
+		MIGReconfigurations: m.reconfigs, Migrations: m.migrations, GuaranteeViolation: m.violationS, GuaranteeViolationOwed: m.violationOwedS, LostGPUHours: m.lostGPUSec / 3600,
 		Jobs: len(w.jobs), GPUs: int(m.gpus), Timeline: m.timeline, WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{},
 		Entitlement: map[string]float64{},
 	}

@@ -357,3 +357,29 @@ func TestAStuckRunFailsInsteadOfHanging(t *testing.T) {
 		t.Errorf("100 events at one instant under a limit of 200: %v", err)
 	}
 }
+
+// A job that waited beyond its team's guarantee and is served within 60 s
+// plus the grace of becoming owed violates by the queueing clock
+// (guarantee_violation_s) but not by the owed clock
+// (guarantee_violation_owed_s).
+func TestTheOwedClockStartsWhenTheJobBecomesOwed(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owed.yaml"))
+	r, w := runWorld(t, sc, "partita")
+	second := w.byID["second-000000"]
+	if second == nil || !second.started {
+		t.Fatal("a's gang never started")
+	}
+	limit := time.Minute + w.sch.Config().Grace
+	if wait := second.firstRun - time.Hour; wait <= 0 || wait > limit {
+		t.Fatalf("a's gang started %v after it became owed, want within (0, %v]: the scenario does not test the clock", wait, limit)
+	}
+	if r.Preemptions == 0 {
+		t.Error("b's borrowed job was not evicted: the scenario does not test the clock")
+	}
+	if r.GuaranteeViolation <= 0 {
+		t.Errorf("queueing clock: %.0f s, want the time from a's gang becoming owed to its start", r.GuaranteeViolation)
+	}
+	if r.GuaranteeViolationOwed != 0 {
+		t.Errorf("owed clock: %.0f s, want 0", r.GuaranteeViolationOwed)
+	}
+}

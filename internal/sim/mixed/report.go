@@ -40,17 +40,17 @@ func writeMarkdown(w io.Writer, command string, results []*Result) error {
 	}
 	fmt.Fprintf(w, "# Mixed workload: %s\n\n", results[0].Scenario)
 	fmt.Fprintf(w, "Regenerate with `%s`. docs/metrics.md defines every column.\n\n", command)
-	fmt.Fprintln(w, "| scheduler | useful util. | allocated util. | OOM | wait p95 production | production within guarantee | wait p95 batch | wait p95 best-effort | JCT p50 | guarantee violation | Jain | preemptions | lost GPU-h | MIG changes | moves | jobs done |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| scheduler | useful util. | allocated util. | OOM | wait p95 production | production within guarantee | wait p95 batch | wait p95 best-effort | JCT p50 | guarantee violation | violation, owed clock | Jain | preemptions | lost GPU-h | MIG changes | moves | jobs done |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		jain := "n/a (never all backlogged)"
 		if r.JainSamples > 0 {
 			jain = fmt.Sprintf("%.3f", r.JainFairness)
 		}
-		fmt.Fprintf(w, "| %s | %.3f | %.3f | %d | %s | %s | %s | %s | %s | %.0f s | %s | %d | %.1f | %d | %d | %d / %d |\n",
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %d | %s | %s | %s | %s | %s | %.0f s | %.0f s | %s | %d | %.1f | %d | %d | %d / %d |\n",
 			r.Scheduler, r.UsefulUtilization, r.AllocatedUtilization, r.OOMEvents,
 			dur(r.WaitP95["production"]), dur(r.WaitP95WithinGuarantee["production"]), dur(r.WaitP95["batch"]), dur(r.WaitP95["best-effort"]),
-			dur(r.JCTP50), r.GuaranteeViolation, jain, r.Preemptions, r.LostGPUHours,
+			dur(r.JCTP50), r.GuaranteeViolation, r.GuaranteeViolationOwed, jain, r.Preemptions, r.LostGPUHours,
 			r.MIGReconfigurations, r.Migrations, r.Completed, r.Jobs)
 	}
 	fmt.Fprintln(w)
