@@ -85,6 +85,9 @@ func withinGuarantee(c *cycle, j *Job) bool {
 	if use > t.Guarantee {
 		return false
 	}
+	if len(c.sch.promisedNodes) == 0 {
+		return true
+	}
 	if c.inFlight == nil {
 		c.inFlight = map[string]int64{}
 		for id := range c.sch.promisedNodes {
@@ -93,11 +96,14 @@ func withinGuarantee(c *cycle, j *Job) bool {
 			}
 		}
 	}
-	use += c.inFlight[j.Spec.Team]
-	if _, promised := c.sch.promisedNodes[j.ID()]; promised {
-		use -= c.demandOf(j) // counted once
+	flight := c.inFlight[j.Spec.Team]
+	if flight == 0 {
+		return true
 	}
-	return use <= t.Guarantee
+	if _, promised := c.sch.promisedNodes[j.ID()]; promised {
+		flight -= c.demandOf(j) // counted once
+	}
+	return use+flight <= t.Guarantee
 }
 
 // borrowing reports whether a team holds more than its guarantee.

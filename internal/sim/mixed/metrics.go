@@ -55,24 +55,21 @@ type Sample struct {
 }
 
 type metrics struct {
-	gpus        float64
-	last        time.Duration
-	usefulNow   float64 // GPUs that running work needs now
-	allocNow    float64 // GPUs held now
-	migrations  int
-	usefulInt   float64 // GPU-seconds
-	allocInt    float64
-	oom         int
-	preemptions int
-	reconfigs   int
-	lostGPUSec  float64
-	entitle     map[string]float64 // GPU milli
-	violating   map[string]bool
-	lastCheck   time.Duration
-	violationS  float64
-	// owedSince is when each waiting job was first seen owed (its demand
-	// within what its team is still owed), without a break since.
-	owedSince      map[*job]time.Duration
+	gpus           float64
+	last           time.Duration
+	usefulNow      float64 // GPUs that running work needs now
+	allocNow       float64 // GPUs held now
+	migrations     int
+	usefulInt      float64 // GPU-seconds
+	allocInt       float64
+	oom            int
+	preemptions    int
+	reconfigs      int
+	lostGPUSec     float64
+	entitle        map[string]float64 // GPU milli
+	violating      map[string]bool
+	lastCheck      time.Duration
+	violationS     float64
 	violatingOwed  map[string]bool
 	violationOwedS float64
 	jain           []float64
@@ -80,7 +77,7 @@ type metrics struct {
 }
 
 func newMetrics(w *world) *metrics {
-	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, owedSince: map[*job]time.Duration{}, violatingOwed: map[string]bool{}}
+	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}}
 	for i := 0; i < w.st.Len(); i++ {
 		m.gpus += float64(len(w.st.Node(i).GPUs))
 	}
@@ -227,17 +224,15 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 		}
 		t := &w.teams[j.team]
 		if j.Phase != sched.Pending || usage[j.team]+float64(j.milli) > float64(t.Guarantee) {
-			delete(m.owedSince, j)
+			j.owed = false
 			continue
 		}
-		since, ok := m.owedSince[j]
-		if !ok {
+		if !j.owed {
 			// Owed since the last look at the latest: the earliest it
 			// may have become owed.
-			since = max(prev, j.queuedAt)
-			m.owedSince[j] = since
+			j.owed, j.owedSince = true, max(prev, j.queuedAt)
 		}
-		if now-since > limit {
+		if now-j.owedSince > limit {
 			m.violatingOwed[t.Name] = true
 		}
 		if now-j.queuedAt > limit {

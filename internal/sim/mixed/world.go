@@ -78,11 +78,15 @@ type job struct {
 	moved    []cluster.Assignment
 	epoch    int           // bumps on every stop, so stale departures are ignored
 	queuedAt time.Duration // when it last entered the queue
-	started  bool          // has ever run
-	done     bool
-	finish   time.Duration
-	firstRun time.Duration
-	waits    []time.Duration
+	// owedSince is when the metrics first saw it owed while it waits,
+	// without a break since (owed: it is set).
+	owedSince time.Duration
+	owed      bool
+	started   bool // has ever run
+	done      bool
+	finish    time.Duration
+	firstRun  time.Duration
+	waits     []time.Duration
 	// within: when it last entered the queue, its team's holdings plus
 	// its demand were within the team's guarantee; waitsWithin are the
 	// waits that began so.
