@@ -47,6 +47,7 @@ func (s *Scheduler) repartition(c *cycle, j *Job, reqs []*engine.Request) string
 	if s.attempts[j.ID()] >= 2 {
 		s.backoff[j.ID()] = c.in.Now + s.cfg.ReconfigCooldown
 		s.attempts[j.ID()] = 0
+		s.noteBackoff(c, j)
 	}
 	return WaitReconfig
 }

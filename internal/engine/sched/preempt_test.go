@@ -763,3 +763,24 @@ func TestAClaimInFlightCountsAgainstItsTeamsGuarantee(t *testing.T) {
 		t.Fatalf("victims %v, want one borrowed job evicted, for first", victims)
 	}
 }
+
+func TestABorrowerThatBecomesOwedSearchesAtOnce(t *testing.T) {
+	// a's gang of two, beyond a's guarantee while a's first job runs,
+	// finds no victims that would seat it (c's best-effort job alone does
+	// not) and backs off. When first ends, a is owed the gang: it evicts
+	// c's job in the next cycle, not after the backoff a borrower earns.
+	st := fleet(t).nodes(1).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(3), team("c").burst(2)).at(hour)
+	w.running(job("first").team("a").gpus(1), 0, 0, "n1:0")
+	w.running(job("borrow").team("c").bestEffort().gpus(1), 0, 0, "n1:1")
+	w.submit(job("gang").team("a").gang(2).gpus(1).submitted(hour))
+	if d := w.cycle(); len(d.Preemptions) != 0 {
+		t.Fatalf("victims %v for a borrowing gang", victimsOf(d))
+	}
+	w.at(hour + 10*time.Second).finish("first")
+	w.at(hour + 20*time.Second)
+	if d := w.cycle(); !slices.Equal(victimsOf(d), []string{"borrow"}) {
+		t.Fatalf("victims %v, want [borrow] at once; gang waits %q", victimsOf(d), reasonOf(d, "gang"))
+	}
+}
