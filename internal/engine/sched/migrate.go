@@ -436,9 +436,9 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 		s.convertIdle(c, trial, "")
 		victims = nil
 	}
-	// The replicas move at once, the victims leave after their grace: the
-	// replicas' new places are found with the victims still there.
-	// Nothing moved or relocated for j goes to nodes held for a job that
+	// Otherwise the replicas move at once, the victims leave after their
+	// grace: the replicas' new places are found with the victims still
+	// there. Nothing moved or relocated for j goes to nodes held for a job that
 	// outranks j (another claim's promise): j may not take them itself.
 	// (Seed 16 of the default scenario: a second fine-tune's replicas
 	// took the GPUs the first had freed. Default scenario: violations
