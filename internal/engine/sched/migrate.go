@@ -115,9 +115,9 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 	}
 	if len(victims) > 0 {
 		s.preempt(c, j, victims, nodes)
+	} else {
+		s.promise(c, j, nodes)
 	}
-	s.promisedNodes[j.ID()] = nodes
-	c.inFlight = nil
 	s.moving[j.ID()] = refs
 	return WaitMoving
 }

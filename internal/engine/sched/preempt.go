@@ -475,6 +475,13 @@ func restore(st *cluster.State, v *Job) error {
 	return nil
 }
 
+// promise holds nodes for j until it starts (commit) or its promise is
+// settled; the teams' claims in flight change with it (withinGuarantee).
+func (s *Scheduler) promise(c *cycle, j *Job, nodes map[string]bool) {
+	s.promisedNodes[j.ID()] = nodes
+	c.inFlight = nil
+}
+
 func preemptedThisCycle(c *cycle, v *Job) bool {
 	for _, p := range c.d.Preemptions {
 		if p.Job == v.ID() {
@@ -488,8 +495,7 @@ func preemptedThisCycle(c *cycle, v *Job) bool {
 // are gone, the nodes it will use take no one else's new work, or the room
 // the victims leave goes to others and j must preempt again.
 func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job, nodes map[string]bool) {
-	s.promisedNodes[j.ID()] = nodes
-	c.inFlight = nil
+	s.promise(c, j, nodes)
 	ids := make([]string, len(victims))
 	for i, v := range victims {
 		ids[i] = v.ID()
@@ -782,10 +788,10 @@ func migFreeMilli(n *cluster.Node) int64 {
 	return total
 }
 
-// onWholeGPUs says whether a task of v asks for whole GPUs (reserveHolds
-// reads it too). ProtectProduction spares production on MIG instances only: a 70B service beyond its team's
-// guarantee holds 4 whole GPUs, which research's 1-GPU experiments are
-// owed. Default scenario: violations 181k → 161k team-s on seeds 1-144
+// onWholeGPUs says whether a task of v asks for whole GPUs (eligible and
+// reserveHolds). ProtectProduction spares production on MIG instances
+// only: a 70B service beyond its team's guarantee holds 4 whole GPUs,
+// which research's 1-GPU experiments are owed. Default scenario: violations 181k → 161k team-s on seeds 1-144
 // and 163k → 145k on 145-288, production p95 ≤ 30 s on 132 seeds (128)
 // and 135 (129): such services are rare (0.25 an hour) and the claims
 // they give back room to are many.
