@@ -1,9 +1,10 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"partita.dev/partita/internal/cluster"
@@ -232,24 +233,23 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	for i, v := range cands {
 		rs[i] = ranked{v, borrowing(c, v.Spec.Team), straddles(c, v), now - v.Checkpoint, c.heldOf(v)}
 	}
-	sort.SliceStable(rs, func(a, b int) bool {
-		x, y := &rs[a], &rs[b]
+	slices.SortStableFunc(rs, func(x, y ranked) int {
 		if x.borrowing != y.borrowing {
-			return x.borrowing
+			return before(x.borrowing)
 		}
 		if x.straddles != y.straddles {
-			return !x.straddles
+			return before(!x.straddles)
 		}
 		if x.v.Spec.Class != y.v.Spec.Class {
-			return x.v.Spec.Class < y.v.Spec.Class
+			return cmp.Compare(x.v.Spec.Class, y.v.Spec.Class)
 		}
 		if x.lost != y.lost {
-			return x.lost < y.lost
+			return cmp.Compare(x.lost, y.lost)
 		}
 		if x.held != y.held {
-			return x.held < y.held
+			return cmp.Compare(x.held, y.held)
 		}
-		return x.v.ID() < y.v.ID()
+		return strings.Compare(x.v.ID(), y.v.ID())
 	})
 	for i := range rs {
 		cands[i] = rs[i].v
