@@ -229,6 +229,9 @@ func splitList(s string) []string {
 }
 
 // parseSeeds reads "42-51" or "42,43,47".
+// maxSeeds bounds a --seeds list: each seed is a whole run.
+const maxSeeds = 10000
+
 func parseSeeds(s string) ([]int64, error) {
 	var seeds []int64
 	for _, part := range splitList(s) {
@@ -242,12 +245,17 @@ func parseSeeds(s string) ([]int64, error) {
 			if b, err = strconv.ParseInt(hi, 10, 64); err != nil || b < a {
 				return nil, fmt.Errorf("%q is not a seed range", part)
 			}
-			if b-a > 10000 {
-				return nil, fmt.Errorf("%q: more than 10000 seeds", part)
+			if b-a >= maxSeeds {
+				return nil, fmt.Errorf("%q: more than %d seeds", part, maxSeeds)
 			}
 		}
-		for x := a; x <= b; x++ {
-			seeds = append(seeds, x)
+		// Counted, not x <= b: with b the largest int64, x++ wraps and
+		// the loop never ends.
+		for k := int64(0); k <= b-a; k++ {
+			seeds = append(seeds, a+k)
+		}
+		if len(seeds) > maxSeeds {
+			return nil, fmt.Errorf("%q: more than %d seeds in all", s, maxSeeds)
 		}
 	}
 	if len(seeds) == 0 {

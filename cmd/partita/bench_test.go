@@ -204,3 +204,33 @@ func TestBenchMixedProductionReserve(t *testing.T) {
 		}
 	}
 }
+
+// parseSeeds (--seeds of bench fill and bench mixed) never panics; what it
+// accepts is a sorted, non-empty list whose every seed the text names.
+func FuzzParseSeeds(f *testing.F) {
+	for _, s := range []string{"42-51", "1,5,9", "3,2-3", "", "x", "5-2", "1-", "-3", "1-20000", "9223372036854775807", "1,,2", " 7 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seeds, err := parseSeeds(s)
+		if err != nil {
+			if seeds != nil {
+				t.Fatalf("%q: error %v with seeds %v", s, err, seeds)
+			}
+			return
+		}
+		if len(seeds) == 0 {
+			t.Fatalf("%q: no seeds and no error", s)
+		}
+		for i := 1; i < len(seeds); i++ {
+			if seeds[i] < seeds[i-1] {
+				t.Fatalf("%q: %v not sorted", s, seeds)
+			}
+		}
+		for _, x := range []int64{seeds[0], seeds[len(seeds)-1]} {
+			if !strings.Contains(s, strconv.FormatInt(x, 10)) {
+				t.Fatalf("%q: seed %d is not in the text", s, x)
+			}
+		}
+	})
+}
