@@ -205,6 +205,88 @@ func TestBenchMixedProductionReserve(t *testing.T) {
 	}
 }
 
+// --seeds runs every seed and gives, per seed, what --seed gives alone,
+// and a summary of them.
+func TestBenchMixedSeedsMatchesOneRunPerSeed(t *testing.T) {
+	const scenario = "../../scenarios/default.yaml"
+	run := func(args ...string) []byte {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args = append([]string{"bench", "mixed", "--scenario", scenario, "--policies", "partita", "--horizon", "12h", "--json"}, args...)
+		if code := dispatch(args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.Bytes()
+	}
+	var many struct {
+		Seeds    []int64 `json:"seeds"`
+		Policies map[string]struct {
+			Summary map[string]float64                    `json:"summary"`
+			Seeds   map[string]map[string]json.RawMessage `json:"seeds"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal(run("--seeds", "3,2-3", "--workers", "2"), &many); err != nil {
+		t.Fatal(err)
+	}
+	if len(many.Seeds) != 2 || many.Seeds[0] != 2 || many.Seeds[1] != 3 {
+		t.Fatalf("seeds %v, want [2 3] (sorted, once each)", many.Seeds)
+	}
+	got := many.Policies["partita"]
+	if len(got.Seeds) != 2 || got.Summary["seeds"] != 2 {
+		t.Fatalf("partita: %d seeds, summary of %v; want 2", len(got.Seeds), got.Summary["seeds"])
+	}
+	var violations float64
+	for _, seed := range []string{"2", "3"} {
+		var one struct {
+			Policies map[string]map[string]json.RawMessage `json:"policies"`
+		}
+		if err := json.Unmarshal(run("--seed", seed), &one); err != nil {
+			t.Fatal(err)
+		}
+		alone, within := one.Policies["partita"], got.Seeds[seed]
+		if len(alone) == 0 || len(alone) != len(within) {
+			t.Fatalf("seed %s: %d fields alone, %d in --seeds", seed, len(alone), len(within))
+		}
+		for k, v := range alone {
+			var a, b bytes.Buffer
+			if json.Compact(&a, v) != nil || json.Compact(&b, within[k]) != nil || !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Errorf("seed %s: %s is %s alone, %s in --seeds", seed, k, v, within[k])
+			}
+		}
+		var v float64
+		if err := json.Unmarshal(alone["guarantee_violation_s"], &v); err != nil {
+			t.Fatal(err)
+		}
+		violations += v
+	}
+	if d := got.Summary["guarantee_violation_s_total"] - violations; d > 1e-6 || d < -1e-6 {
+		t.Errorf("summary's violations %v, want the seeds' sum %v", got.Summary["guarantee_violation_s_total"], violations)
+	}
+	if a, b := run("--seeds", "2"), run("--seeds", "2"); !bytes.Equal(a, b) {
+		t.Error("two runs of --seeds 2 differ")
+	}
+}
+
+func TestBenchMixedSeedsRefusesOneRunFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seeds", "1-2", "--seed", "3"}, "--seed"},
+		{[]string{"--seeds", "1-2", "--out", t.TempDir()}, "--out"},
+		{[]string{"--seeds", "1-2", "--trace", filepath.Join(t.TempDir(), "t")}, "--trace"},
+		{[]string{"--seeds", "x"}, "--seeds"},
+		{[]string{"--seeds", "5-2"}, "--seeds"},
+		{[]string{"--seeds", "1-2", "--workers", "-1"}, "--workers"},
+	} {
+		var out, errOut bytes.Buffer
+		code := dispatch(append([]string{"bench", "mixed", "--scenario", "../../scenarios/default.yaml"}, c.args...), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %s", c.args, code, errOut.String(), c.want)
+		}
+	}
+}
+
 // parseSeeds (--seeds of bench fill and bench mixed) never panics; what it
 // accepts is a sorted, non-empty list whose every seed the text names.
 func FuzzParseSeeds(f *testing.F) {

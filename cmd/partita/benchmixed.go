@@ -7,9 +7,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"partita.dev/partita/internal/scenario"
@@ -28,8 +32,31 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	tracePath := fs.String("trace", "", "write every decision carried out to this file (one run only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the runs to this file")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the runs to this file")
+	seedList := fs.String("seeds", "", "run every seed of a range (1-144) or list (1,5,9) and summarize each scheduler over them (not with --seed, --out or --trace)")
+	workers := fs.Int("workers", 0, "parallel runs with --seeds (0: one per CPU)")
 	reserve := fs.Float64("production-reserve", -1, "GPUs partita keeps free of borrowed batch and best-effort work and borrowed production on whole GPUs, for production (-1: the scenario's production_reserve_gpus)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var seeds []int64
+	if *seedList != "" {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--seed", *seed != 0}, {"--out", *outDir != ""}, {"--trace", *tracePath != ""}} {
+			if f.set {
+				fmt.Fprintf(stderr, "bench mixed: --seeds runs many job streams; %s is for one\n", f.name)
+				return 2
+			}
+		}
+		var err error
+		if seeds, err = parseSeeds(*seedList); err != nil {
+			fmt.Fprintf(stderr, "bench mixed: --seeds: %v\n", err)
+			return 2
+		}
+	}
+	if *workers < 0 {
+		fmt.Fprintf(stderr, "bench mixed: --workers %d: want 0 (one per CPU) or more\n", *workers)
 		return 2
 	}
 	var reserveGPUs *float64 // nil: the scenario's
@@ -79,6 +106,9 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	}
 	if *horizon > 0 {
 		sc.Duration = *horizon
+	}
+	if seeds != nil {
+		return runMixedSeeds(sc, splitList(*policyList), seeds, *workers, reserveGPUs, *asJSON, stdout, stderr)
 	}
 	if *seed == 0 {
 		*seed = sc.Seed
@@ -130,6 +160,94 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	for _, r := range results {
 		fmt.Fprintf(stdout, "%-9s %8.3f %8.3f %4d %9.0fs %9.0fs %7.0fs %6.3f %7d\n", r.Scheduler, r.UsefulUtilization, r.AllocatedUtilization,
 			r.OOMEvents, r.WaitP95["production"], r.WaitP95["batch"], r.GuaranteeViolation, r.JainFairness, r.Preemptions)
+	}
+	return 0
+}
+
+// runMixedSeeds is bench mixed --seeds: every scheduler on every seed,
+// runs in parallel, then a summary per scheduler (mixed.Summarize).
+func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, workers int, reserve *float64, asJSON bool, stdout, stderr io.Writer) int {
+	seeds = slices.Compact(seeds) // parseSeeds sorts
+	if workers == 0 {
+		workers = runtime.NumCPU()
+	}
+	type run struct {
+		policy int
+		seed   int
+	}
+	results := make([][]*mixed.Result, len(policies))
+	for p := range results {
+		results[p] = make([]*mixed.Result, len(seeds))
+	}
+	runs := make(chan run)
+	start := time.Now()
+	var mu sync.Mutex
+	var firstErr error
+	done := 0
+	var wg sync.WaitGroup
+	for range min(workers, len(policies)*len(seeds)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range runs {
+				res, err := mixed.Run(sc, mixed.Options{Scheduler: policies[r.policy], Seed: seeds[r.seed], ProductionReserveGPUs: reserve})
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("%s, seed %d: %w", policies[r.policy], seeds[r.seed], err)
+				}
+				results[r.policy][r.seed] = res
+				done++
+				fmt.Fprintf(stderr, "\rbench mixed: %d/%d runs, %.1fs", done, len(policies)*len(seeds), time.Since(start).Seconds())
+				mu.Unlock()
+			}
+		}()
+	}
+	for p := range policies {
+		for k := range seeds {
+			runs <- run{p, k}
+		}
+	}
+	close(runs)
+	wg.Wait()
+	fmt.Fprintln(stderr)
+	if firstErr != nil {
+		fmt.Fprintf(stderr, "bench mixed: %v\n", firstErr)
+		return 1
+	}
+	if asJSON {
+		type perPolicy struct {
+			Summary mixed.Summary            `json:"summary"`
+			Seeds   map[string]*mixed.Result `json:"seeds"`
+		}
+		out := struct {
+			Scenario string                `json:"scenario"`
+			Seeds    []int64               `json:"seeds"`
+			Policies map[string]*perPolicy `json:"policies"`
+		}{Scenario: sc.Name, Seeds: seeds, Policies: map[string]*perPolicy{}}
+		for p, name := range policies {
+			pp := &perPolicy{Summary: mixed.Summarize(results[p]), Seeds: map[string]*mixed.Result{}}
+			for k, r := range results[p] {
+				pp.Seeds[strconv.FormatInt(seeds[k], 10)] = r
+			}
+			out.Policies[name] = pp
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "%d seeds, %d to %d, of %s; targets: useful >= %.2f, production p95 <= %.0f s, Jain >= %.1f, no OOM, no guarantee violation\n",
+		len(seeds), seeds[0], seeds[len(seeds)-1], sc.Name, mixed.TargetUseful, mixed.TargetProductionP95, mixed.TargetJain)
+	row := "%-9s %7s %7s %7s %7s %5s %10s %10s %7s %9s %4s %8s %5s %7s\n"
+	fmt.Fprintf(stdout, row, "scheduler", "useful", "min", "useful", "p95", "both", "violation", "owed", "no", "Jain", "OOM", "preempt", "all", "all met")
+	fmt.Fprintf(stdout, row, "", "mean", "", "met", "met", "met", "s", "clock s", "violat.", "met", "", "", "met", "(owed)")
+	for p, name := range policies {
+		m := mixed.Summarize(results[p])
+		fmt.Fprintf(stdout, "%-9s %7.3f %7.3f %7d %7d %5d %10.0f %10.0f %7d %9s %4d %8d %5d %7d\n", name, m.UsefulMean, m.UsefulMin, m.UsefulMet,
+			m.ProductionP95Met, m.BothMet, m.ViolationTotal, m.ViolationOwedTotal, m.NoViolation, fmt.Sprintf("%d/%d", m.JainMet, m.JainSeeds),
+			m.OOMEvents, m.Preemptions, m.AllTargetsMet, m.AllTargetsMetOwed)
 	}
 	return 0
 }
