@@ -285,6 +285,14 @@ func TestBenchMixedSeedsRefusesOneRunFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %s", c.args, code, errOut.String(), c.want)
 		}
 	}
+	// A run that fails is reported by its scheduler and first seed, not
+	// by whichever worker failed first.
+	var out, errOut bytes.Buffer
+	code := dispatch([]string{"bench", "mixed", "--scenario", "../../scenarios/default.yaml", "--horizon", "1h",
+		"--policies", "partita,bogus", "--seeds", "4-7", "--workers", "3"}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), `bogus, seed 4: unknown scheduler "bogus"`) {
+		t.Errorf("an unknown scheduler: exit %d, stderr %q; want exit 1 naming it and seed 4", code, errOut.String())
+	}
 }
 
 // parseSeeds (--seeds of bench fill and bench mixed) never panics; what it

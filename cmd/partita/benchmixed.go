@@ -176,13 +176,14 @@ func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, work
 		seed   int
 	}
 	results := make([][]*mixed.Result, len(policies))
+	errs := make([][]error, len(policies))
 	for p := range results {
 		results[p] = make([]*mixed.Result, len(seeds))
+		errs[p] = make([]error, len(seeds))
 	}
 	runs := make(chan run)
 	start := time.Now()
 	var mu sync.Mutex
-	var firstErr error
 	done := 0
 	var wg sync.WaitGroup
 	for range min(workers, len(policies)*len(seeds)) {
@@ -192,10 +193,7 @@ func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, work
 			for r := range runs {
 				res, err := mixed.Run(sc, mixed.Options{Scheduler: policies[r.policy], Seed: seeds[r.seed], ProductionReserveGPUs: reserve})
 				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("%s, seed %d: %w", policies[r.policy], seeds[r.seed], err)
-				}
-				results[r.policy][r.seed] = res
+				results[r.policy][r.seed], errs[r.policy][r.seed] = res, err
 				done++
 				fmt.Fprintf(stderr, "\rbench mixed: %d/%d runs, %.1fs", done, len(policies)*len(seeds), time.Since(start).Seconds())
 				mu.Unlock()
@@ -210,9 +208,13 @@ func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, work
 	close(runs)
 	wg.Wait()
 	fmt.Fprintln(stderr)
-	if firstErr != nil {
-		fmt.Fprintf(stderr, "bench mixed: %v\n", firstErr)
-		return 1
+	for p := range policies {
+		for k, err := range errs[p] {
+			if err != nil { // the first in order, whichever failed first
+				fmt.Fprintf(stderr, "bench mixed: %s, seed %d: %v\n", policies[p], seeds[k], err)
+				return 1
+			}
+		}
 	}
 	if asJSON {
 		type perPolicy struct {
