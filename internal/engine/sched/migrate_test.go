@@ -173,17 +173,18 @@ func TestNoRelocationWithoutRelocate(t *testing.T) {
 }
 
 func TestAServiceJustMovedStaysPutForMoveCooldown(t *testing.T) {
-	// All three services had a replica moved 30 s ago (for other claims):
-	// train may not move any of them yet. Without the cooldown, two claims
-	// (or one claim's plans at the same instant) moved one replica back
-	// and forth without end, and the simulated clock stopped.
+	// All three services had a replica moved half a cooldown ago (for
+	// other claims): train may not move any of them yet. Without the
+	// cooldown, two claims (or one claim's plans at the same instant)
+	// moved one replica back and forth without end, and the simulated
+	// clock stopped.
 	w := movingWorld(t)
-	last := hour - 30*time.Second
+	last := hour - moveCooldown/2
 	for _, id := range []string{"serve", "other1", "other2"} {
 		w.sch.movedAt[id] = last
 	}
 	if d := w.cycle(); len(d.Migrations) != 0 {
-		t.Fatalf("migrations %+v 30 s after the services last moved, want none", d.Migrations)
+		t.Fatalf("migrations %+v %v after the services last moved, want none", d.Migrations, moveCooldown/2)
 	}
 	d := w.at(last + moveCooldown).cycle()
 	if len(d.Migrations) == 0 {
