@@ -228,10 +228,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// parseSeeds reads "42-51" or "42,43,47".
 // maxSeeds bounds a --seeds list: each seed is a whole run.
 const maxSeeds = 10000
 
+// parseSeeds reads "42-51" or "42,43,47".
 func parseSeeds(s string) ([]int64, error) {
 	var seeds []int64
 	for _, part := range splitList(s) {

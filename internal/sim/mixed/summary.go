@@ -33,7 +33,7 @@ type Summary struct {
 	LostGPUHours        float64 `json:"lost_gpu_hours_total"`
 	AllTargetsMet       int     `json:"seeds_all_targets_met"`
 	AllTargetsMetOwed   int     `json:"seeds_all_targets_met_owed_clock"`
-	MeanJCTP50          float64 `json:"jct_p50_s_mean"`
+	JCTP50Mean          float64 `json:"jct_p50_s_mean"`
 	MIGReconfigurations int     `json:"mig_reconfigurations_total"`
 	Migrations          int     `json:"migrations_total"`
 }
@@ -94,12 +94,12 @@ func Summarize(results []*Result) Summary {
 		s.OOMEvents += r.OOMEvents
 		s.Preemptions += r.Preemptions
 		s.LostGPUHours += r.LostGPUHours
-		s.MeanJCTP50 += r.JCTP50
+		s.JCTP50Mean += r.JCTP50
 		s.MIGReconfigurations += r.MIGReconfigurations
 		s.Migrations += r.Migrations
 	}
 	s.UsefulMean /= float64(len(results))
-	s.MeanJCTP50 /= float64(len(results))
+	s.JCTP50Mean /= float64(len(results))
 	if s.JainSeeds == 0 {
 		s.JainMin = 0
 	}
