@@ -541,3 +541,48 @@ func TestAClaimEvictsFirstWhenTheReplicasFitOnlyWhereItsVictimsLeave(t *testing.
 	}
 	t.Fatalf("train did not start")
 }
+
+// guardWorld: on n1, b's training job holds the only GPU, all of b's
+// guarantee; on n2, a's replica serve holds a 1g instance; with room, n3
+// holds another of a's replicas. a's 70B service, within a's guarantee,
+// asks for a whole GPU: it may evict b's job (a lower class), but that
+// leaves b owed a GPU.
+func guardWorld(t *testing.T, room bool) *world {
+	nodes := 2
+	if room {
+		nodes = 3
+	}
+	st := fleet(t).nodes(nodes).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(3).burst(3), team("b").guarantee(1).burst(1)).at(hour)
+	w.migOff("n1", 0)
+	w.running(job("b-train").team("b").gpus(1), 0, 0, "n1:0")
+	w.runningSlice(job("serve").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	if room {
+		w.runningSlice(job("other").team("a").production().migProfile("1g.10gb"), "n3:0:1g.10gb@6")
+	}
+	w.submit(job("big").team("a").production().gpus(1).submitted(hour))
+	return w
+}
+
+func TestProductionMovesAServiceRatherThanTakeAnotherTeamsGuarantee(t *testing.T) {
+	w := guardWorld(t, true)
+	d := w.cycle()
+	if got := victimsOf(d); len(got) != 0 {
+		t.Fatalf("victims %v: b would be taken below its guarantee while a move frees a GPU", got)
+	}
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve" || d.Migrations[0].To.Node != "n3" || d.Migrations[0].For != "big" {
+		t.Fatalf("migrations %+v, want serve moved to n3 for big; big waits %q", d.Migrations, reasonOf(d, "big"))
+	}
+}
+
+func TestProductionStillEvictsWhenNoMoveFreesAGPU(t *testing.T) {
+	w := guardWorld(t, false)
+	d := w.cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"b-train"}) {
+		t.Fatalf("victims %v, want [b-train]: serve has nowhere to go; big waits %q", got, reasonOf(d, "big"))
+	}
+	if len(d.Migrations) != 0 {
+		t.Errorf("migrations %+v, want none", d.Migrations)
+	}
+}
