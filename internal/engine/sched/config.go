@@ -48,6 +48,13 @@ type Config struct {
 	// scenario, research's experiments and search's services evicted
 	// each other hundreds of times a week: docs/mixed.md.)
 	ProtectProduction bool
+	// ProtectProductionFor, when not 0, is how long that protection holds
+	// against a best-effort claim: once the claim has been within its
+	// team's guarantee this long, it may evict another team's borrowed
+	// production on MIG instances too (owedFor). 30 s: a claim evicting
+	// then still starts within the guarantee's 60 s + grace, with time
+	// left for a MIG change.
+	ProtectProductionFor time.Duration
 	// Migrate: production replicas on MIG instances may be moved to
 	// another node (make before break) to give a whole-GPU claim a node
 	// (migrate.go). Only a world that carries Decision.Migrations out may
@@ -105,7 +112,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 	case "partita":
 		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, FairShare, true, true
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
-		c.ProtectProduction = true
+		c.ProtectProduction, c.ProtectProductionFor = true, 30*time.Second
 		c.Migrate = true
 		c.Relocate = true
 		c.GroupPinned = true

@@ -67,6 +67,9 @@ type Scheduler struct {
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
+	// owedSince is when each pending job within its team's guarantee was
+	// first seen so (owedFor).
+	owedSince map[string]time.Duration
 	// noVictimsUntil is the same for every job of a preemptKey.
 	noVictimsUntil map[int]time.Duration
 	// keyIDs numbers the memo and search keys (shapeEntry.ids): a map
@@ -123,7 +126,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		awaiting: map[string][]gpuRef{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
-		byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{},
+		byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{}, owedSince: map[string]time.Duration{},
 		rounds: map[string]int{}, noVictimsUntil: map[int]time.Duration{}, keyIDs: map[string]int{},
 		reqCache: map[string]reqEntry{},
 	}
@@ -189,6 +192,9 @@ func (c *cycle) planChanged() {
 // preemptKey identifies jobs whose victim searches would find the same:
 // the same shape, class, team standing.
 func (s *Scheduler) preemptKey(c *cycle, j *Job) int {
+	if s.protectionLapsed(c, j) {
+		return s.shape(j).ids[2] // it may evict what the others may not
+	}
 	return s.shape(j).ids[boolIndex(withinGuarantee(c, j))]
 }
 
@@ -483,6 +489,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		return why
 	}
 	s.clearOnClaim(c, j)
+	s.noteOwed(c, j)
 	if !s.withinQuota(c, j) {
 		s.holdQuota(c, j)
 		return WaitQuota
@@ -728,6 +735,7 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 	delete(s.moving, j.ID())
 	delete(s.moveBackoff, j.ID())
 	delete(s.searchBackoff, j.ID())
+	delete(s.owedSince, j.ID())
 	delete(s.rounds, j.ID())
 	if s.quotaHold[j.Spec.Team] == j.ID() {
 		delete(s.quotaHold, j.Spec.Team)
@@ -896,6 +904,29 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 	return ""
 }
 
+// noteOwed records when j, waiting, was first seen within its team's
+// guarantee, and forgets it once j is not.
+func (s *Scheduler) noteOwed(c *cycle, j *Job) {
+	if !withinGuarantee(c, j) {
+		delete(s.owedSince, j.ID())
+		return
+	}
+	if _, ok := s.owedSince[j.ID()]; !ok {
+		s.owedSince[j.ID()] = c.in.Now
+	}
+}
+
+// protectionLapsed says whether j, a best-effort claim, has been within
+// its team's guarantee for ProtectProductionFor and may now evict another
+// team's borrowed production on MIG instances (eligible).
+func (s *Scheduler) protectionLapsed(c *cycle, j *Job) bool {
+	if s.cfg.ProtectProductionFor <= 0 || j.Spec.Class != workload.BestEffort {
+		return false
+	}
+	since, ok := s.owedSince[j.ID()]
+	return ok && c.in.Now-since >= s.cfg.ProtectProductionFor && withinGuarantee(c, j)
+}
+
 // noteBackoff marks j, held off just now, if it is beyond its team's
 // guarantee.
 func (s *Scheduler) noteBackoff(c *cycle, j *Job) {
@@ -983,11 +1014,12 @@ func before(x bool) int {
 
 type shapeEntry struct {
 	demand int64
-	// ids number key|class|team|false and key|class|team|true: the keys
-	// of the failed-shape memo (the bool: may backfill) and of victim
-	// searches (the bool: within the guarantee), found once, not on each
-	// of a backlog's memo hits.
-	ids [2]int
+	// ids number key|class|team|false, key|class|team|true and
+	// key|class|team|lapsed: the keys of the failed-shape memo (the bool:
+	// may backfill) and of victim searches (the bool: within the
+	// guarantee; lapsed: and no longer held back by ProtectProduction),
+	// found once, not on each of a backlog's memo hits.
+	ids [3]int
 }
 
 // taskSet identifies a job's pending tasks: which ones, of which task
@@ -1023,7 +1055,7 @@ func (s *Scheduler) shape(j *Job) *shapeEntry {
 	}
 	sh := &shapeEntry{demand: demand(j)}
 	prefix := shapeKey(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
-	sh.ids = [2]int{s.keyID(prefix + "false"), s.keyID(prefix + "true")}
+	sh.ids = [3]int{s.keyID(prefix + "false"), s.keyID(prefix + "true"), s.keyID(prefix + "lapsed")}
 	if e != nil && firstTask(j) != nil {
 		e.shape, e.shapeFor = *sh, firstTask(j)
 	}
@@ -1118,7 +1150,7 @@ func (s *Scheduler) forgetGone(c *cycle) {
 			}
 		}
 	}
-	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff, s.moveBackoff, s.movedAt} {
+	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff, s.moveBackoff, s.movedAt, s.owedSince} {
 		for id := range m {
 			if _, ok := c.job(id); !ok {
 				delete(m, id)

@@ -155,7 +155,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	// over holds 5 borrowed GPUs that no reclaim can take back, and a team
 	// owed 8 GPUs on one node waits for hours. Not production, which
 	// within its team's guarantee always runs.
-	if s.cfg.ProtectProduction && j.Spec.Class == workload.BestEffort && v.Spec.Class == workload.Production && !onWholeGPUs(v) {
+	if s.cfg.ProtectProduction && j.Spec.Class == workload.BestEffort && v.Spec.Class == workload.Production && !onWholeGPUs(v) && !s.protectionLapsed(c, j) {
 		return false
 	}
 	return withinGuarantee(c, j) && (keepsGuarantee || v.Spec.Class < workload.Production)

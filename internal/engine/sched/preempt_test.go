@@ -725,6 +725,7 @@ func TestBestEffortDoesNotEvictProductionOnMIG(t *testing.T) {
 	// asks for a best-effort 1g.10gb. With ProtectProduction it waits:
 	// reclaiming from production on MIG instances, research's notebooks
 	// and search's services evicted each other hundreds of times a week.
+	// (Until the claim has waited ProtectProductionFor: the next test.)
 	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
 	for _, protect := range []bool{true, false} {
 		w := newWorld(t, st.Clone(), newScheduler(t, "partita", st, func(c *Config) { c.ProtectProduction = protect }),
@@ -736,6 +737,32 @@ func TestBestEffortDoesNotEvictProductionOnMIG(t *testing.T) {
 		d := w.decide()
 		if got := victimsOf(d); protect && len(got) != 0 || !protect && len(got) != 1 {
 			t.Errorf("ProtectProduction %v: victims %v, want none with it and one without", protect, got)
+		}
+	}
+}
+
+func TestBestEffortClaimEvictsBorrowedProductionOnMIGOnceItHasWaited(t *testing.T) {
+	// As above: b borrows a's GPU with seven 1g.10gb services, and a is
+	// owed a best-effort 1g.10gb. The protection holds for the claim's
+	// first ProtectProductionFor (30 s) within a's guarantee; then the
+	// claim reclaims, and still starts within 60 s + grace. With the
+	// limit off (0), the protection holds for good.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
+	for _, limit := range []time.Duration{30 * time.Second, 0} {
+		w := newWorld(t, st.Clone(), newScheduler(t, "partita", st, func(c *Config) { c.ProtectProductionFor = limit }),
+			team("a").guarantee(1).burst(1), team("b").burst(8)).at(hour)
+		for k := 0; k < 7; k++ {
+			w.runningSlice(job(fmt.Sprintf("b-serve-%d", k)).team("b").production().migProfile("1g.10gb"), fmt.Sprintf("n1:0:1g.10gb@%d", k))
+		}
+		w.submit(job("a-nb").team("a").bestEffort().migProfile("1g.10gb").submitted(hour))
+		for _, at := range []time.Duration{0, 15 * time.Second} {
+			if got := victimsOf(w.at(hour + at).cycle()); len(got) != 0 {
+				t.Errorf("limit %v, at +%v: victims %v, want none yet", limit, at, got)
+			}
+		}
+		got := victimsOf(w.at(hour + 30*time.Second).cycle())
+		if limit > 0 && len(got) != 1 || limit == 0 && len(got) != 0 {
+			t.Errorf("limit %v, at +30s: victims %v, want one with the limit and none without", limit, got)
 		}
 	}
 }
