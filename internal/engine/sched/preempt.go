@@ -130,7 +130,8 @@ func runningSummary(c *cycle) []teamLow {
 // not). (Production beyond its team's guarantee is borrowing: it must not
 // take a guarantee from another team, or the two evict each other in
 // turn.) With ProtectProduction, best-effort work does not evict another
-// team's production on MIG instances (onWholeGPUs).
+// team's production on MIG instances (onWholeGPUs), until it has been
+// owed its team's guarantee for ProtectProductionFor (protectionLapsed).
 func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if v.Phase != Running || v.ID() == j.ID() {
 		return false
