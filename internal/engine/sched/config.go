@@ -51,9 +51,13 @@ type Config struct {
 	// ProtectProductionFor, when not 0, is how long that protection holds
 	// against a best-effort claim: once the claim has been within its
 	// team's guarantee this long, it may evict another team's borrowed
-	// production on MIG instances too (owedFor). 30 s: a claim evicting
-	// then still starts within the guarantee's 60 s + grace, with time
-	// left for a MIG change.
+	// production on MIG instances too (protectionLapsed). 15 s, the
+	// search backoff of a claim whose first search found nothing: its
+	// second may evict, and the claim still starts within the guarantee's
+	// 60 s + grace with a MIG change after the grace. Default scenario,
+	// every target by the owed clock on seeds 1-144 / 145-288 / 289-432 /
+	// 433-576: 54 / 43 / 48 / 37 seeds; 30 s, 51 / 44 / 44 / 33; without
+	// the limit, 48 / 42 / 37 / 29 (docs/mixed.md).
 	ProtectProductionFor time.Duration
 	// Migrate: production replicas on MIG instances may be moved to
 	// another node (make before break) to give a whole-GPU claim a node
@@ -112,7 +116,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 	case "partita":
 		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, FairShare, true, true
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
-		c.ProtectProduction, c.ProtectProductionFor = true, 30*time.Second
+		c.ProtectProduction, c.ProtectProductionFor = true, 15*time.Second
 		c.Migrate = true
 		c.Relocate = true
 		c.GroupPinned = true

@@ -744,9 +744,9 @@ func TestBestEffortDoesNotEvictProductionOnMIG(t *testing.T) {
 func TestBestEffortClaimEvictsBorrowedProductionOnMIGOnceItHasWaited(t *testing.T) {
 	// As above: b borrows a's GPU with seven 1g.10gb services, and a is
 	// owed a best-effort 1g.10gb. The protection holds for the claim's
-	// first ProtectProductionFor (30 s) within a's guarantee; then the
-	// claim reclaims, and still starts within 60 s + grace. With the
-	// limit off (0), the protection holds for good.
+	// first ProtectProductionFor (15 s in the preset) within a's
+	// guarantee; then the claim reclaims, and still starts within 60 s +
+	// grace. With the limit off (0), the protection holds for good.
 	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
 	for _, limit := range []time.Duration{30 * time.Second, 0} {
 		w := newWorld(t, st.Clone(), newScheduler(t, "partita", st, func(c *Config) { c.ProtectProductionFor = limit }),
