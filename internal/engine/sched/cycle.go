@@ -495,6 +495,7 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 		return WaitQuota
 	}
 	if _, waiting := s.promised[j.ID()]; waiting {
+		s.wholeDuringGrace(c, j)
 		return WaitPreempting
 	}
 	if _, waiting := s.moving[j.ID()]; waiting {

@@ -369,3 +369,34 @@ func TestAJobStopsWaitingForAChangeThatDoesNotEnd(t *testing.T) {
 		t.Fatalf("svc starts %+v, want one on n1 once n2's change has run %v; svc waits %q", got, changeWait, reasonOf(d, "svc"))
 	}
 }
+
+func TestIdleMIGGPUsTurnWholeDuringTheVictimsGrace(t *testing.T) {
+	// n1's GPUs 0 and 1 are whole and held by b, which borrows; 2 and 3
+	// are MIG and idle. a is owed the whole node. It evicts b's job, and
+	// while the job is in its grace the two MIG GPUs are turned whole, so
+	// that a starts when the grace ends, not a change later.
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(4).burst(4), team("b").burst(8)).at(hour)
+	w.migOff("n1", 0, 1)
+	w.running(job("b-job").team("b").gpus(2), 0, hour, "n1:0,1")
+	w.submit(job("a-job").team("a").gpus(4).submitted(hour))
+
+	if got := victimsOf(w.cycle()); !reflect.DeepEqual(got, []string{"b-job"}) {
+		t.Fatalf("cycle 1: victims %v, want [b-job]", got)
+	}
+	d := w.at(hour + 5*time.Second).cycle()
+	var turned []int
+	for _, rc := range d.Reconfigs {
+		if rc.Node == "n1" && !rc.MIG && rc.For == "a-job" {
+			turned = append(turned, rc.GPU)
+		}
+	}
+	if !reflect.DeepEqual(turned, []int{2, 3}) {
+		t.Fatalf("during the grace: GPUs turned whole %v (reconfigs %+v), want [2 3]", turned, d.Reconfigs)
+	}
+	d = w.at(hour + 35*time.Second).uncordonAll().release().cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"a-job"}) {
+		t.Errorf("when the grace ends: started %v, want [a-job]; a-job waits %q", got, reasonOf(d, "a-job"))
+	}
+}
