@@ -68,7 +68,7 @@ type Scheduler struct {
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
 	// owedSince is when each pending job within its team's guarantee was
-	// first seen so (owedFor).
+	// first seen so (protectionLapsed).
 	owedSince map[string]time.Duration
 	// noVictimsUntil is the same for every job of a preemptKey.
 	noVictimsUntil map[int]time.Duration
