@@ -224,6 +224,36 @@ func TestAClaimRelocatesWorkWithNoServiceToMove(t *testing.T) {
 	}
 }
 
+func TestARelocatedJobGetsRoomFromBorrowedWorkElsewhere(t *testing.T) {
+	// n1 holds c's experiment (c within its guarantee) and an idle GPU;
+	// n2 holds d's borrowed job and a's batch job (a within its
+	// guarantee, last checkpointed an hour ago). train (b, owed 2 GPUs
+	// on one node) may relocate the experiment, which finds no room
+	// elsewhere until d's job, which train may evict anyway, leaves n2.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(1).burst(1), team("b").guarantee(2).burst(2), team("c").guarantee(1).burst(1), team("d").burst(4)).at(hour)
+	w.running(job("exp").team("c").bestEffort().gpus(1), 0, hour-5*time.Minute, "n1:0")
+	w.running(job("d-job").team("d").bestEffort().gpus(1), 0, 0, "n2:0")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:1")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	got := victimsOf(d)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"d-job", "exp"}) {
+		t.Fatalf("victims %v, want [d-job exp]; train waits %q", got, reasonOf(d, "train"))
+	}
+	w.release()
+	w.job("exp").Submitted = w.now
+	d = w.cycle()
+	if !slices.Contains(startedJobs(d), "exp") || w.job("exp").Placed[0].Node != "n2" {
+		t.Fatalf("exp did not start again on n2: starts %v, exp waits %q", startedJobs(d), reasonOf(d, "exp"))
+	}
+	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
+		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
+	}
+}
+
 func TestAClaimRelocatesAnotherTeamsGangOfItsClass(t *testing.T) {
 	// a's 2-task gang, within a's guarantee and checkpointed 5 minutes
 	// ago, holds one GPU of each node; b is owed two GPUs on one node, for

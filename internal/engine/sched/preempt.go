@@ -196,31 +196,11 @@ func straddles(c *cycle, v *Job) bool {
 	return ok && c.usage[v.Spec.Team]-c.heldOf(v) < t.Guarantee
 }
 
-// victims finds the running jobs to evict so that j fits, losing the least:
-// borrowed capacity first, then the lowest class, then the most recent
-// checkpoint (least work lost), then the fewest GPUs. It adds victims in
-// that order until j fits, then gives back any it did not need.
-func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, map[string]bool) {
-	var cands []*Job
-	for _, v := range c.in.Jobs {
-		if s.eligible(c, j, v) && !preemptedThisCycle(c, v) {
-			cands = append(cands, v)
-		}
-	}
-	if len(cands) == 0 {
-		return nil, nil
-	}
-	// Even evicting every candidate would not free enough: do not search.
-	var freeable int64
-	for _, v := range cands {
-		freeable += c.heldOf(v)
-	}
-	if freeable+c.freeNow()+roundingSlack < c.demandOf(j) {
-		return nil, nil
-	}
-	if !s.wholeRoomAfter(c, reqs, cands) {
-		return nil, nil
-	}
+// victimOrder sorts cands in the order victims are taken, losing the
+// least: borrowed capacity first, then jobs that do not take their team
+// below its guarantee, then the lowest class, then the most recent
+// checkpoint (least work lost), then the fewest GPUs.
+func (s *Scheduler) victimOrder(c *cycle, cands []*Job) {
 	// The order's keys, computed once: borrowing looks up the team.
 	now := c.in.Now
 	type ranked struct {
@@ -255,6 +235,34 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	for i := range rs {
 		cands[i] = rs[i].v
 	}
+}
+
+// victims finds the running jobs to evict so that j fits, losing the least:
+// borrowed capacity first, then the lowest class, then the most recent
+// checkpoint (least work lost), then the fewest GPUs. It adds victims in
+// that order until j fits, then gives back any it did not need.
+func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, map[string]bool) {
+	var cands []*Job
+	for _, v := range c.in.Jobs {
+		if s.eligible(c, j, v) && !preemptedThisCycle(c, v) {
+			cands = append(cands, v)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	// Even evicting every candidate would not free enough: do not search.
+	var freeable int64
+	for _, v := range cands {
+		freeable += c.heldOf(v)
+	}
+	if freeable+c.freeNow()+roundingSlack < c.demandOf(j) {
+		return nil, nil
+	}
+	if !s.wholeRoomAfter(c, reqs, cands) {
+		return nil, nil
+	}
+	s.victimOrder(c, cands)
 	if len(reqs) == 1 {
 		// One task fits on one node: free the node that costs least.
 		return s.victimsOnOneNode(c, j, reqs, cands)
