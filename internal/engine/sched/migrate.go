@@ -499,18 +499,12 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 		if err != nil && len(reqs) == 1 {
 			// No room elsewhere: the claim makes some, evicting on
 			// another node work it may evict anyway (roomElsewhere).
-			if vs := s.roomElsewhere(c, trial, j, reqs, elsewhere, slices.Concat(victims, extra), tasks); len(vs) > 0 {
-				ok := true
-				for _, x := range vs {
-					if release(trial, x) != nil {
-						ok = false
-					}
-				}
-				if ok {
-					s.wholeIdle(c, trial, "")
-					if _, next, err = s.placer.PlaceAll(trial, reqs, elsewhere); err == nil {
-						extra = append(extra, vs...)
-					}
+			vs := s.roomElsewhere(c, trial, j, reqs, elsewhere, slices.Concat(victims, extra), tasks)
+			released := len(vs) > 0 && !slices.ContainsFunc(vs, func(x *Job) bool { return release(trial, x) != nil })
+			if released {
+				s.wholeIdle(c, trial, "")
+				if _, next, err = s.placer.PlaceAll(trial, reqs, elsewhere); err == nil {
+					extra = append(extra, vs...)
 				}
 			}
 		}

@@ -213,15 +213,7 @@ func TestAClaimRelocatesWorkWithNoServiceToMove(t *testing.T) {
 	if got := victimsOf(d); !slices.Equal(got, []string{"exp"}) || len(d.Migrations) != 0 {
 		t.Fatalf("victims %v, migrations %+v, want [exp] and none; train waits %q", got, d.Migrations, reasonOf(d, "train"))
 	}
-	w.release()
-	w.job("exp").Submitted = w.now
-	d = w.cycle()
-	if !slices.Contains(startedJobs(d), "exp") || w.job("exp").Placed[0].Node != "n2" {
-		t.Fatalf("exp did not start again on n2: starts %v, exp waits %q", startedJobs(d), reasonOf(d, "exp"))
-	}
-	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
-		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
-	}
+	expRestartsOnN2TrainStartsOnN1(t, w)
 }
 
 func TestARelocatedJobGetsRoomFromBorrowedWorkElsewhere(t *testing.T) {
@@ -243,9 +235,16 @@ func TestARelocatedJobGetsRoomFromBorrowedWorkElsewhere(t *testing.T) {
 	if !slices.Equal(got, []string{"d-job", "exp"}) {
 		t.Fatalf("victims %v, want [d-job exp]; train waits %q", got, reasonOf(d, "train"))
 	}
+	expRestartsOnN2TrainStartsOnN1(t, w)
+}
+
+// expRestartsOnN2TrainStartsOnN1 ends the victims' grace, queues exp
+// again and checks that the next cycle starts it on n2 and train on n1.
+func expRestartsOnN2TrainStartsOnN1(t *testing.T, w *world) {
+	t.Helper()
 	w.release()
 	w.job("exp").Submitted = w.now
-	d = w.cycle()
+	d := w.cycle()
 	if !slices.Contains(startedJobs(d), "exp") || w.job("exp").Placed[0].Node != "n2" {
 		t.Fatalf("exp did not start again on n2: starts %v, exp waits %q", startedJobs(d), reasonOf(d, "exp"))
 	}
