@@ -165,6 +165,20 @@ func TestNoRelocationOfWorkThatWouldLoseMuch(t *testing.T) {
 	}
 }
 
+func TestAClaimOwedForAMinuteRelocatesWorkCheckpointedLonger(t *testing.T) {
+	// Last checkpointed 20 minutes ago: more than relocateLoss, within
+	// relocateLossOwed. train, owed from the first cycle, relocates exp
+	// once it has been owed for owedLong, not before.
+	w := relocWorld(t, hour-20*time.Minute)
+	if d := w.cycle(); len(d.Preemptions) != 0 || len(d.Migrations) != 0 {
+		t.Fatalf("victims %v, migrations %+v as train became owed: exp would lose 20 minutes", victimsOf(d), d.Migrations)
+	}
+	d := w.at(hour + owedLong).cycle()
+	if got := victimsOf(d); !slices.Equal(got, []string{"exp"}) {
+		t.Fatalf("victims %v after train was owed for %v, want [exp]; train waits %q", got, owedLong, reasonOf(d, "train"))
+	}
+}
+
 func TestNoRelocationWithoutRelocate(t *testing.T) {
 	w := relocWorld(t, hour-5*time.Minute, func(c *Config) { c.Relocate = false })
 	if d := w.cycle(); len(d.Preemptions) != 0 || len(d.Migrations) != 0 {
@@ -613,5 +627,35 @@ func TestProductionStillEvictsWhenNoMoveFreesAGPU(t *testing.T) {
 	}
 	if len(d.Migrations) != 0 {
 		t.Errorf("migrations %+v, want none", d.Migrations)
+	}
+}
+
+func TestAClaimMovesUpToMaxMovesReplicas(t *testing.T) {
+	// n1: three MIG GPUs packed with a's 1g.10gb replicas (21 of them)
+	// and one free whole GPU; n2: four MIG GPUs, each with one of a's
+	// notebooks (not movable, not evictable) and six free instances. b is
+	// owed four GPUs on one node: only n1 can be freed, by 21 moves
+	// (more than the 16 maxMoves once was).
+	st := fleet(t).nodes(2).gpus(4, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(4).burst(4), team("b").guarantee(4).burst(4)).at(hour)
+	w.migOff("n1", 3)
+	for k := range 3 {
+		for slot := range 7 {
+			w.runningSlice(job(fmt.Sprintf("serve-%d-%d", k, slot)).team("a").production().migProfile("1g.10gb"), fmt.Sprintf("n1:%d:1g.10gb@%d", k, slot))
+		}
+	}
+	for k := range 4 {
+		w.runningSlice(job(fmt.Sprintf("notebook-%d", k)).team("a").bestEffort().migProfile("1g.10gb"), fmt.Sprintf("n2:%d:1g.10gb@6", k))
+	}
+	w.submit(job("train").team("b").gpus(4).submitted(hour))
+	d := w.cycle()
+	if len(d.Migrations) != 21 {
+		t.Fatalf("%d migrations, want 21 (every replica off n1); train waits %q", len(d.Migrations), reasonOf(d, "train"))
+	}
+	for _, m := range d.Migrations {
+		if m.To.Node != "n2" || m.For != "train" {
+			t.Fatalf("migration %+v, want to n2 for train", m)
+		}
 	}
 }
