@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/workload"
 )
 
@@ -657,5 +658,45 @@ func TestAClaimMovesUpToMaxMovesReplicas(t *testing.T) {
 		if m.To.Node != "n2" || m.For != "train" {
 			t.Fatalf("migration %+v, want to n2 for train", m)
 		}
+	}
+}
+
+func TestAReplicaToMoveGetsItsInstanceFromFreeSpaceReshaped(t *testing.T) {
+	// n1: a's 7B service replica on a 3g.40gb instance, the rest free. n2:
+	// a's notebook on a 2g.20gb instance (not movable) and the free space
+	// cut into four 1g.10gb instances, where no 3g.40gb fits as it is. b
+	// is owed a whole GPU: n1 is freed by moving the replica to n2 once
+	// n2's free instances are replaced by a 3g.40gb (the notebook stays).
+	st := fleet(t).nodes(2).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(2), team("b").guarantee(1).burst(1)).at(hour)
+	layout, err := gpu.ParseLayout("1g.10gb@0,1g.10gb@1,1g.10gb@2,1g.10gb@3,2g.20gb@4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.st.SetLayout("n2", 0, layout); err != nil {
+		t.Fatal(err)
+	}
+	w.runningSlice(job("serve").team("a").production().migProfile("3g.40gb"), "n1:0:3g.40gb@0")
+	w.runningSlice(job("notebook").team("a").bestEffort().migProfile("2g.20gb"), "n2:0:2g.20gb@4")
+	w.submit(job("train").team("b").gpus(1).submitted(hour))
+	d := w.cycle()
+	if len(d.Preemptions) != 0 || len(d.Migrations) != 0 {
+		t.Fatalf("victims %v, migrations %+v before n2 is re-partitioned", victimsOf(d), d.Migrations)
+	}
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].Node != "n2" || !d.Reconfigs[0].MIG || d.Reconfigs[0].For != "train" {
+		t.Fatalf("reconfigs %+v, want n2's free space re-partitioned for train; train waits %q", d.Reconfigs, reasonOf(d, "train"))
+	}
+	got := d.Reconfigs[0].Layout
+	for _, want := range []string{"3g.40gb@0", "2g.20gb@4"} {
+		p, _ := gpu.ParsePlacement(want)
+		if !slices.Contains(got, p) {
+			t.Fatalf("n2's new layout %v lacks %s", got, want)
+		}
+	}
+	w.uncordonAll()
+	d = w.cycle()
+	if len(d.Migrations) != 1 || d.Migrations[0].Job != "serve" || d.Migrations[0].To.Node != "n2" {
+		t.Fatalf("migrations %+v, want serve moved to n2; train waits %q", d.Migrations, reasonOf(d, "train"))
 	}
 }
