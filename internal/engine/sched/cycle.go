@@ -924,8 +924,14 @@ func (s *Scheduler) protectionLapsed(c *cycle, j *Job) bool {
 	if s.cfg.ProtectProductionFor <= 0 || j.Spec.Class != workload.BestEffort {
 		return false
 	}
+	return s.owedFor(c, j, s.cfg.ProtectProductionFor)
+}
+
+// owedFor says whether j has been within its team's guarantee for d or
+// more (noteOwed).
+func (s *Scheduler) owedFor(c *cycle, j *Job, d time.Duration) bool {
 	since, ok := s.owedSince[j.ID()]
-	return ok && c.in.Now-since >= s.cfg.ProtectProductionFor && withinGuarantee(c, j)
+	return ok && c.in.Now-since >= d && withinGuarantee(c, j)
 }
 
 // noteBackoff marks j, held off just now, if it is beyond its team's

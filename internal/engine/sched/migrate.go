@@ -191,7 +191,7 @@ func (s *Scheduler) migForMoves(c *cycle, st *cluster.State, r *engine.Request, 
 			// pool's among them).
 			for _, sl := range g.Slices() {
 				next := append(slices.Clone(layouts[ref]), sl.Placement)
-				if sl.Task == "" && !slices.Contains(layouts[ref], sl.Placement) && g.Model.Validate(next) == nil {
+				if sl.Task == "" && !layouts[ref].Contains(sl.Placement) && g.Model.Validate(next) == nil {
 					layouts[ref] = next
 				}
 			}
@@ -247,8 +247,9 @@ func usedLayout(g *cluster.GPU) gpu.Layout {
 
 // fitsLayout says whether every instance of l exists on g already.
 func fitsLayout(g *cluster.GPU, l gpu.Layout) bool {
+	have := g.Layout()
 	for _, p := range l {
-		if !slices.ContainsFunc(g.Slices(), func(sl cluster.Slice) bool { return sl.Placement == p }) {
+		if !have.Contains(p) {
 			return false
 		}
 	}
@@ -656,7 +657,7 @@ const (
 
 // lossAllowed is the work a job relocated for j may lose.
 func (s *Scheduler) lossAllowed(c *cycle, j *Job) time.Duration {
-	if since, ok := s.owedSince[j.ID()]; ok && c.in.Now-since >= owedLong && withinGuarantee(c, j) {
+	if s.owedFor(c, j, owedLong) {
 		return relocateLossOwed
 	}
 	return relocateLoss
