@@ -174,11 +174,12 @@ type cycle struct {
 	// changes.
 	lowest  []teamLow
 	mayMemo map[mayKey]bool
-	// free is freeMilli of the plan, computed when first needed (-1, also
-	// after each change of the plan); leavesByFree the same (leaves).
-	free         int64
-	leavesByFree []string
-	leavesOK     bool
+	// free and migGPUs are freeMilli of the plan, computed when first
+	// needed (free -1, also after each change of the plan); leavesByFree
+	// the same (leaves).
+	free, migGPUs int64
+	leavesByFree  []string
+	leavesOK      bool
 }
 
 // planChanged forgets what was computed from the plan.

@@ -20,10 +20,15 @@ const maxVictims = 32
 const maxPerTask = 8
 
 // roundingSlack is how far a victim search's milli count may be short and
-// still try a placement: a MIG instance's share is rounded down to milli
-// (1g is 142 of 1000), so a GPU's instances and free space can add up to a
-// few milli less than the GPU.
-const roundingSlack = 8
+// still try a placement; migSlack is added for each MIG GPU counted: a MIG
+// instance's share is rounded down to milli (1g is 142 of 1000), so a
+// GPU's instances and free compute add up to as little as 994 (seven 1g).
+// (With a constant slack of 8, an 8-GPU task never tried a node of eight
+// MIG GPUs, each two milli short.)
+const (
+	roundingSlack = 8
+	migSlack      = 6
+)
 
 // maxSearches bounds the victim searches of one cycle: the first jobs in
 // order get them; the rest try again next cycle. A search places the job
@@ -256,7 +261,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	for _, v := range cands {
 		freeable += c.heldOf(v)
 	}
-	if freeable+c.freeNow()+roundingSlack < c.demandOf(j) {
+	if freeable+c.freeNow()+c.slack() < c.demandOf(j) {
 		return nil, nil
 	}
 	if !s.wholeRoomAfter(c, reqs, cands) {
@@ -278,7 +283,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		for _, v := range cands {
 			freeable += c.heldOf(v)
 		}
-		if freeable+c.freeNow()+roundingSlack < c.demandOf(j) || !s.wholeRoomAfter(c, reqs, cands) {
+		if freeable+c.freeNow()+c.slack() < c.demandOf(j) || !s.wholeRoomAfter(c, reqs, cands) {
 			return nil, nil
 		}
 	}
@@ -318,7 +323,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		}
 		chosen = append(chosen, v)
 		short -= held
-		if short <= roundingSlack && fitsIn(trial) {
+		if short <= c.slack() && fitsIn(trial) {
 			fits = true
 			break
 		}
@@ -702,6 +707,7 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 		var chosen []*Job
 		cost := 0
 		short := need - int64(n.GPUFreeMilli()) - migFreeMilli(n)
+		slack := roundingSlack + migSlack*int64(migCount(n))
 		for _, v := range onNode[node] {
 			if best != nil && cost >= bestCost {
 				break
@@ -712,7 +718,7 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 			}
 			chosen = append(chosen, v)
 			cost += victimCost(c, v)
-			if short -= held; short > roundingSlack {
+			if short -= held; short > slack {
 				continue
 			}
 			changes := false
@@ -759,20 +765,26 @@ func victimCost(c *cycle, v *Job) int {
 // freeNow is freeMilli of the plan, computed once until the plan changes.
 func (c *cycle) freeNow() int64 {
 	if c.free < 0 {
-		c.free = freeMilli(c.st)
+		c.free, c.migGPUs = freeMilli(c.st)
 	}
 	return c.free
 }
 
+// slack is the rounding slack of a search over the whole plan.
+func (c *cycle) slack() int64 {
+	c.freeNow()
+	return roundingSlack + migSlack*c.migGPUs
+}
+
 // freeMilli is the GPU free in st: whole and shared GPUs' milli left, and
-// the free compute of MIG GPUs.
-func freeMilli(st *cluster.State) int64 {
-	var total int64
+// the free compute of MIG GPUs; and how many MIG GPUs it counted.
+func freeMilli(st *cluster.State) (free, migGPUs int64) {
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
-		total += int64(n.GPUFreeMilli()) + migFreeMilli(n)
+		free += int64(n.GPUFreeMilli()) + migFreeMilli(n)
+		migGPUs += int64(migCount(n))
 	}
-	return total
+	return free, migGPUs
 }
 
 // migFreeMilli is the compute of n's MIG GPUs not taken by busy instances,

@@ -811,3 +811,22 @@ func TestABorrowerThatBecomesOwedSearchesAtOnce(t *testing.T) {
 		t.Fatalf("victims %v, want [borrow] at once; gang waits %q", victimsOf(d), reasonOf(d, "gang"))
 	}
 }
+
+func TestAClaimClearsANodeWhoseGPUsAreAllMIG(t *testing.T) {
+	// Each GPU of n1 runs two 3g.40gb replicas: 3/7 of a GPU each, 428
+	// milli rounded down, with 1/7 free. The victims' milli and the free
+	// milli must add up to 8 whole GPUs, or the search never tries the
+	// node (eight GPUs two milli short each were 16 short of 8000).
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").layout("3g.40gb@0,3g.40gb@4").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("r").guarantee(8).burst(8), team("s").burst(8)).at(hour)
+	for g := 0; g < 8; g++ {
+		for _, at := range []string{"@0", "@4"} {
+			w.runningSlice(job("chat-"+itoa(g)+at[1:]).team("s").production().migProfile("3g.40gb"), "n1:"+itoa(g)+":3g.40gb"+at)
+		}
+	}
+	w.submit(job("tune").team("r").gpus(8).submitted(hour))
+	d := w.cycle()
+	if got := len(victimsOf(d)); got != 16 {
+		t.Errorf("victims %v, want the sixteen replicas (tune waits %q)", victimsOf(d), reasonOf(d, "tune"))
+	}
+}
