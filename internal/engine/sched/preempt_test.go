@@ -812,6 +812,49 @@ func TestABorrowerThatBecomesOwedSearchesAtOnce(t *testing.T) {
 	}
 }
 
+func TestAClaimTakesTheRoomItEvictedForBeforeItsVictimsReturn(t *testing.T) {
+	// n1's GPUs are split 3g.40gb + 3g.40gb and run sixteen replicas of
+	// team s's chat services (production); s is owed 4 GPUs. n2 (L40S,
+	// no MIG) runs team c's work on GPUs 0-3 (its guarantee) and has 4 GPUs
+	// free.
+	// Team r is owed 8 and asks for one 8-GPU task: only n1 can hold it,
+	// and clearing n1 takes s below its guarantee, so the services come
+	// back as claims within it, and production. The task, holding n1,
+	// goes first: it turns n1's GPUs whole before the services can start
+	// again on the instances they left (and be evicted again).
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").layout("3g.40gb@0,3g.40gb@4").
+		nodes(1).gpus(8, "L40S").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("r").guarantee(8).burst(16), team("s").guarantee(4).burst(16), team("c").guarantee(4).burst(16)).at(hour)
+	for g := 0; g < 8; g++ {
+		for _, at := range []string{"@0", "@4"} {
+			w.runningSlice(job("chat-"+itoa(g)+at[1:]).team("s").production().migProfile("3g.40gb"), "n1:"+itoa(g)+":3g.40gb"+at)
+		}
+	}
+	w.running(job("c-train").team("c").gpus(4), 0, 0, "n2:0,1,2,3")
+	w.submit(job("tune").team("r").gpus(8).submitted(hour))
+	d := w.cycle()
+	if got := len(victimsOf(d)); got != 16 {
+		t.Fatalf("victims %v, want the sixteen replicas on n1 (tune waits %q)", victimsOf(d), reasonOf(d, "tune"))
+	}
+
+	d = w.at(hour + 30*time.Second).release().cycle()
+	for _, s := range d.Starts {
+		if s.Assignment.Node == "n1" {
+			t.Errorf("after the release, %s started on n1, the node its eviction was for", s.Job)
+		}
+	}
+	whole := 0
+	for _, rc := range d.Reconfigs {
+		if rc.Node == "n1" && !rc.MIG && rc.For == "tune" {
+			whole++
+		}
+	}
+	if whole != 8 {
+		t.Errorf("after the release: %d of n1's GPUs turned whole for tune, want 8 (changes %v; tune waits %q)", whole, d.Reconfigs, reasonOf(d, "tune"))
+	}
+}
+
 func TestAClaimClearsANodeWhoseGPUsAreAllMIG(t *testing.T) {
 	// Each GPU of n1 runs two 3g.40gb replicas: 3/7 of a GPU each, 428
 	// milli rounded down, with 1/7 free. The victims' milli and the free
