@@ -268,6 +268,9 @@ func (w *world) releaseAll(j *job) error {
 		}
 		j.Placed[i] = nil
 	}
+	if j.heldShare > 0 {
+		w.metrics.dropped(j.team, w.now())
+	}
 	j.heldShare = 0
 	return nil
 }

@@ -72,12 +72,19 @@ type metrics struct {
 	violationS     float64
 	violatingOwed  map[string]bool
 	violationOwedS float64
-	jain           []float64
-	timeline       []Sample
+	// firstDrop is, per team (by position in world.teams), when its
+	// holdings first fell since the last check (-1: not since): the
+	// earliest a job of the team not owed at that check became owed.
+	firstDrop []time.Duration
+	jain      []float64
+	timeline  []Sample
 }
 
 func newMetrics(w *world) *metrics {
-	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}}
+	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}, firstDrop: make([]time.Duration, len(w.teams))}
+	for i := range m.firstDrop {
+		m.firstDrop[i] = -1
+	}
 	for i := 0; i < w.st.Len(); i++ {
 		m.gpus += float64(len(w.st.Node(i).GPUs))
 	}
@@ -228,9 +235,14 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 			continue
 		}
 		if !j.owed {
-			// Owed since the last look at the latest: the earliest it
-			// may have become owed.
-			j.owed, j.owedSince = true, max(prev, j.queuedAt)
+			// Owed since the last look at the latest. Waiting then and not
+			// owed, it became owed when its team's holdings fell, at the
+			// first fall since at the earliest; queued since, when it was.
+			since := max(prev, j.queuedAt)
+			if drop := m.firstDrop[j.team]; drop >= 0 && j.queuedAt <= prev {
+				since = drop
+			}
+			j.owed, j.owedSince = true, since
 		}
 		if now-j.owedSince > limit {
 			m.violatingOwed[t.Name] = true
@@ -241,6 +253,17 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 			}
 			m.violating[t.Name] = true
 		}
+	}
+	for i := range m.firstDrop {
+		m.firstDrop[i] = -1
+	}
+}
+
+// dropped notes that team's holdings fell now (its position in
+// world.teams; -1: none).
+func (m *metrics) dropped(team int, now time.Duration) {
+	if team >= 0 && m.firstDrop[team] < 0 {
+		m.firstDrop[team] = now
 	}
 }
 

@@ -383,3 +383,22 @@ func TestTheOwedClockStartsWhenTheJobBecomesOwed(t *testing.T) {
 		t.Errorf("owed clock: %.0f s, want 0", r.GuaranteeViolationOwed)
 	}
 }
+
+// The owed clock starts when the team's holdings fell, not at the check
+// before: with the periodic cycles 10 minutes apart, a's gang becomes owed
+// at 55m, minutes after the last check, and is served 30 s later.
+func TestTheOwedClockStartsWhenTheTeamsHoldingsFell(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owedfall.yaml"))
+	r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true, CycleEvery: 10 * time.Minute})
+	second := w.byID["second-000000"]
+	if second == nil || !second.started {
+		t.Fatal("a's gang never started")
+	}
+	limit := time.Minute + w.sch.Config().Grace
+	if wait := second.firstRun - 55*time.Minute; wait <= 0 || wait > limit {
+		t.Fatalf("a's gang started %v after it became owed, want within (0, %v]: the scenario does not test the clock", wait, limit)
+	}
+	if r.GuaranteeViolationOwed != 0 {
+		t.Errorf("owed clock: %.0f s, want 0", r.GuaranteeViolationOwed)
+	}
+}
