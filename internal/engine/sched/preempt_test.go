@@ -815,13 +815,13 @@ func TestABorrowerThatBecomesOwedSearchesAtOnce(t *testing.T) {
 func TestAClaimTakesTheRoomItEvictedForBeforeItsVictimsReturn(t *testing.T) {
 	// n1's GPUs are split 3g.40gb + 3g.40gb and run sixteen replicas of
 	// team s's chat services (production); s is owed 4 GPUs. n2 (L40S,
-	// no MIG) runs team c's work on GPUs 0-3 (its guarantee) and has 4 GPUs
-	// free.
-	// Team r is owed 8 and asks for one 8-GPU task: only n1 can hold it,
-	// and clearing n1 takes s below its guarantee, so the services come
-	// back as claims within it, and production. The task, holding n1,
-	// goes first: it turns n1's GPUs whole before the services can start
-	// again on the instances they left (and be evicted again).
+	// no MIG) runs team c's work on GPUs 0-3 (its guarantee) and has 4
+	// GPUs free. Team r is owed 8 and asks for one 8-GPU task: only n1
+	// can hold it, and clearing n1 takes s below its guarantee, so the
+	// services come back as claims within it, and production. The task,
+	// holding n1, goes first: it turns n1's GPUs whole before the
+	// services can start again on the instances they left (and be
+	// evicted again).
 	st := fleet(t).nodes(1).gpus(8, "H100-80GB").layout("3g.40gb@0,3g.40gb@4").
 		nodes(1).gpus(8, "L40S").build()
 	w := newWorld(t, st, newScheduler(t, "partita", st),

@@ -235,9 +235,10 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 			continue
 		}
 		if !j.owed {
-			// Owed since the last look at the latest. Waiting then and not
-			// owed, it became owed when its team's holdings fell, at the
-			// first fall since at the earliest; queued since, when it was.
+			// Owed since the last look at the latest: queued since, at its
+			// queueing; waiting then and not owed, when its team's
+			// holdings fell (only a fall makes a waiting job fit), so at
+			// the first fall since at the earliest.
 			since := max(prev, j.queuedAt)
 			if drop := m.firstDrop[j.team]; drop >= 0 && j.queuedAt <= prev {
 				since = drop
