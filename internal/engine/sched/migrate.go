@@ -190,8 +190,10 @@ func (s *Scheduler) migForMoves(c *cycle, st *cluster.State, r *engine.Request, 
 			// The free instances the replicas do not need stay (the warm
 			// pool's among them).
 			for _, sl := range g.Slices() {
-				next := append(slices.Clone(layouts[ref]), sl.Placement)
-				if sl.Task == "" && !layouts[ref].Contains(sl.Placement) && g.Model.Validate(next) == nil {
+				if sl.Task != "" || layouts[ref].Contains(sl.Placement) {
+					continue
+				}
+				if next := append(slices.Clone(layouts[ref]), sl.Placement); g.Model.Validate(next) == nil {
 					layouts[ref] = next
 				}
 			}

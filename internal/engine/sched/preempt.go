@@ -30,6 +30,9 @@ const (
 	migSlack      = 6
 )
 
+// slackFor is the rounding slack of a count over migGPUs MIG GPUs.
+func slackFor(migGPUs int64) int64 { return roundingSlack + migSlack*migGPUs }
+
 // maxSearches bounds the victim searches of one cycle: the first jobs in
 // order get them; the rest try again next cycle. A search places the job
 // dozens of times, and a long backlog would otherwise search every cycle.
@@ -312,7 +315,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	}
 	// A fit check places the whole job; make none until the GPU freed,
 	// with what is free already, could cover what j asks.
-	short := c.demandOf(j) - c.freeNow()
+	short, slack := c.demandOf(j)-c.freeNow(), c.slack()
 	trial := c.st.Clone()
 	var chosen []*Job
 	fits := false
@@ -323,7 +326,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 		}
 		chosen = append(chosen, v)
 		short -= held
-		if short <= c.slack() && fitsIn(trial) {
+		if short <= slack && fitsIn(trial) {
 			fits = true
 			break
 		}
@@ -707,7 +710,7 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 		var chosen []*Job
 		cost := 0
 		short := need - int64(n.GPUFreeMilli()) - migFreeMilli(n)
-		slack := roundingSlack + migSlack*int64(migCount(n))
+		slack := slackFor(int64(migCount(n)))
 		for _, v := range onNode[node] {
 			if best != nil && cost >= bestCost {
 				break
@@ -773,7 +776,7 @@ func (c *cycle) freeNow() int64 {
 // slack is the rounding slack of a search over the whole plan.
 func (c *cycle) slack() int64 {
 	c.freeNow()
-	return roundingSlack + migSlack*c.migGPUs
+	return slackFor(c.migGPUs)
 }
 
 // freeMilli is the GPU free in st: whole and shared GPUs' milli left, and
