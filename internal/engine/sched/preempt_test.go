@@ -767,6 +767,30 @@ func TestBestEffortClaimEvictsBorrowedProductionOnMIGOnceItHasWaited(t *testing.
 	}
 }
 
+func TestABestEffortClaimAsksForACycleWhenTheProtectionLapses(t *testing.T) {
+	// As above, with the preset's 15 s: the claim's first search, at
+	// +0, finds only protected production. The decision asks for a
+	// cycle of the claim at +15 s, when it may evict; a job beyond its
+	// team's guarantee, or production, asks for none.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st.Clone(), newScheduler(t, "partita", st),
+		team("a").guarantee(1).burst(1), team("b").burst(8), team("c").burst(8)).at(hour)
+	for k := 0; k < 7; k++ {
+		w.runningSlice(job(fmt.Sprintf("b-serve-%d", k)).team("b").production().migProfile("1g.10gb"), fmt.Sprintf("n1:0:1g.10gb@%d", k))
+	}
+	w.submit(job("a-nb").team("a").bestEffort().migProfile("1g.10gb").submitted(hour))
+	w.submit(job("c-nb").team("c").bestEffort().migProfile("1g.10gb").submitted(hour))
+	d := w.cycle()
+	want := []Retry{{Job: "a-nb", At: hour + 15*time.Second}}
+	if !slices.Equal(d.Retries, want) || len(victimsOf(d)) != 0 {
+		t.Fatalf("at +0: retries %v, victims %v; want %v and none", d.Retries, victimsOf(d), want)
+	}
+	d = w.at(hour + 15*time.Second).cycle()
+	if got := victimsOf(d); len(got) != 1 || len(d.Retries) != 0 {
+		t.Errorf("at +15s: victims %v, retries %v; want one victim, no retry", got, d.Retries)
+	}
+}
+
 func TestAClaimInFlightCountsAgainstItsTeamsGuarantee(t *testing.T) {
 	// c borrows both GPUs. b is owed one: its first job evicts borrow1 for
 	// it. While borrow1 leaves, b's second job is not owed another (the

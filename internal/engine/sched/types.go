@@ -117,6 +117,18 @@ type Decision struct {
 	// Waiting says, for every pending job left waiting, its position in
 	// its team's queue (1 = next) and why it waits.
 	Waiting map[string]Wait
+	// Retries are claims within their team's guarantee that wait for a
+	// timer of the scheduler's own (noteRetry): the world gives each a
+	// cycle at At, as a scheduler's backoff queue would, instead of
+	// leaving it to its next periodic look. A world that cycles every
+	// few seconds anyway (standalone, Kubernetes) may ignore them.
+	Retries []Retry
+}
+
+// Retry asks for a cycle of Job at At.
+type Retry struct {
+	Job string
+	At  time.Duration
 }
 
 // Start starts one task of a job.

@@ -65,6 +65,9 @@ func (w *world) cycleOf(only []string) error {
 	for _, p := range d.Preemptions {
 		w.preempt(p)
 	}
+	for _, r := range d.Retries {
+		w.after(r.At-w.now(), timer{kind: tRetry, job: w.byID[r.Job]})
+	}
 	if w.opt.Check {
 		return w.checkInvariants()
 	}

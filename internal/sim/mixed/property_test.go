@@ -173,6 +173,20 @@ func TestAJobStartsWhenItsVictimsAreGone(t *testing.T) {
 	servedWithin(t, w, "b", w.sch.Config().Grace) // the victims' grace, nothing more
 }
 
+// A best-effort claim whose first search finds only borrowed production,
+// protected for its first ProtectProductionFor, searches again when the
+// protection lapses (the scheduler's Retries), not at the periodic cycle
+// a minute later: it starts after the protection and the victim's grace.
+func TestABestEffortClaimSearchesAgainWhenTheProtectionLapses(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "retry.yaml"))
+	r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true})
+	if r.Preemptions != 1 {
+		t.Fatalf("%d preemptions, want 1: the scenario does not test the protection", r.Preemptions)
+	}
+	cfg := w.sch.Config()
+	servedWithin(t, w, "a", cfg.ProtectProductionFor+cfg.Grace)
+}
+
 // A wait counts in wait_p95_within_guarantee_s only when it began with the
 // team owed the job's demand.
 func TestOnlyWaitsBegunWithinTheGuaranteeCountAsWithin(t *testing.T) {

@@ -166,6 +166,7 @@ const (
 	tReconfig
 	tReady
 	tMoved
+	tRetry
 )
 
 // Run simulates the scenario with one scheduler.
@@ -397,6 +398,8 @@ func (w *world) timer(ref int) error {
 		}
 		w.roomReady(t.forJob)
 		w.wantCycle()
+	case tRetry:
+		w.roomReady(t.job.ID())
 	}
 	return nil
 }
