@@ -54,7 +54,8 @@ type Config struct {
 	// production on MIG instances too (protectionLapsed). 15 s, the
 	// search backoff of a claim whose first search found nothing: its
 	// second may evict, and the claim still starts within the guarantee's
-	// 60 s + grace with a MIG change after the grace. Default scenario,
+	// 60 s + grace with a MIG change after the grace; the claim asks for
+	// a cycle then (noteRetry). Default scenario,
 	// every target by the owed clock on seeds 1-144 / 145-288 / 289-432 /
 	// 433-576: 54 / 43 / 48 / 37 seeds; 30 s, 51 / 44 / 44 / 33; without
 	// the limit, 48 / 42 / 37 / 29 (docs/mixed.md).
