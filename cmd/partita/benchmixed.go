@@ -251,5 +251,11 @@ func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, work
 			m.ProductionP95Met, m.BothMet, m.ViolationTotal, m.ViolationOwedTotal, m.NoViolation, fmt.Sprintf("%d/%d", m.JainMet, m.JainSeeds),
 			m.OOMEvents, m.Preemptions, m.AllTargetsMet, m.AllTargetsMetOwed)
 	}
+	if len(policies) > 0 {
+		// The same for every scheduler: it depends on the seeds only.
+		m := mixed.Summarize(results[0])
+		fmt.Fprintf(stdout, "offered load (the streams' GPU-time over the cluster's): mean %.3f, least %.3f, under 1 on %d of %d seeds\n",
+			m.OfferedLoadMean, m.OfferedLoadMin, m.BelowCapacity, m.Seeds)
+	}
 	return 0
 }

@@ -36,13 +36,18 @@ type Result struct {
 	// WaitP95WithinGuarantee is WaitP95 over the waits that began with
 	// the team owed the job's demand (docs/metrics.md).
 	WaitP95WithinGuarantee map[string]float64 `json:"wait_p95_within_guarantee_s"`
-	MIGReconfigurations    int                `json:"mig_reconfigurations"`
-	Migrations             int                `json:"migrations"`
-	Jobs                   int                `json:"jobs"`
-	Completed              int                `json:"completed"`
-	GPUs                   int                `json:"gpus"`
-	Timeline               []Sample           `json:"-"`
-	Entitlement            map[string]float64 `json:"-"` // GPUs per team
+	// OfferedLoad is the GPU the stream asks for over the horizon, as a
+	// share of the cluster's: each job's nominal GPU times its run time
+	// within the horizon (docs/metrics.md). It depends on the scenario
+	// and seed only, not on the scheduler.
+	OfferedLoad         float64            `json:"offered_load"`
+	MIGReconfigurations int                `json:"mig_reconfigurations"`
+	Migrations          int                `json:"migrations"`
+	Jobs                int                `json:"jobs"`
+	Completed           int                `json:"completed"`
+	GPUs                int                `json:"gpus"`
+	Timeline            []Sample           `json:"-"`
+	Entitlement         map[string]float64 `json:"-"` // GPUs per team
 }
 
 // Sample is the state at one instant, for the charts.
@@ -373,6 +378,7 @@ func (m *metrics) result(w *world) *Result {
 	if horizon > 0 && m.gpus > 0 {
 		r.UsefulUtilization = m.usefulInt / horizon / m.gpus
 		r.AllocatedUtilization = m.allocInt / horizon / m.gpus
+		r.OfferedLoad = offeredGPUSeconds(w) / horizon / m.gpus
 	}
 	for t, e := range m.entitle {
 		r.Entitlement[t] = e / 1000
@@ -418,6 +424,25 @@ func (m *metrics) result(w *world) *Result {
 	}
 	r.JainSamples = len(m.jain)
 	return r
+}
+
+// offeredGPUSeconds is the GPU-seconds the jobs arriving within the
+// horizon ask for: each job's nominal GPU (Job.GPUMilli: whole GPUs, a
+// MIG profile's compute slices, a memory profile's compute share) times
+// its run time, cut at the horizon. Work lost to preemption is not
+// counted, nor the larger slice a small service gets (an embedding
+// service asks 0.10 of a GPU and runs on a 1g instance, 1/7): useful
+// utilization counts the slice, so it can pass the offered load.
+func offeredGPUSeconds(w *world) float64 {
+	var total float64
+	for _, j := range w.jobs {
+		if j.arrival.At >= w.sc.Duration {
+			continue
+		}
+		run := min(j.arrival.Duration, w.sc.Duration-j.arrival.At)
+		total += float64(j.milli) / 1000 * run.Seconds()
+	}
+	return total
 }
 
 // percentile is the nearest-rank percentile (0 for no values).

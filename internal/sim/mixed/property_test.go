@@ -1,6 +1,7 @@
 package mixed
 
 import (
+	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -185,6 +186,20 @@ func TestABestEffortClaimSearchesAgainWhenTheProtectionLapses(t *testing.T) {
 	}
 	cfg := w.sch.Config()
 	servedWithin(t, w, "a", cfg.ProtectProductionFor+cfg.Grace)
+}
+
+// The offered load is the stream's nominal GPU-time within the horizon
+// over the cluster's, whatever the scheduler. owedfall.yaml, 4 GPUs for
+// 3 h: first 1 GPU × 55 min, mine 2 × 180, borrow 1 × 175 (from 5 min,
+// cut at the horizon), second a gang of 2 × 60: 710 of 720 GPU-minutes.
+func TestTheOfferedLoadIsTheStreamsGPUTimeOverTheClusters(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owedfall.yaml"))
+	for _, scheduler := range []string{"naive", "partita"} {
+		r, _ := runWorld(t, sc, scheduler)
+		if want := 710.0 / 720; math.Abs(r.OfferedLoad-want) > 1e-9 {
+			t.Errorf("%s: offered load %v, want %v", scheduler, r.OfferedLoad, want)
+		}
+	}
 }
 
 // A wait counts in wait_p95_within_guarantee_s only when it began with the

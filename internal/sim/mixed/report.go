@@ -40,6 +40,7 @@ func writeMarkdown(w io.Writer, command string, results []*Result) error {
 	}
 	fmt.Fprintf(w, "# Mixed workload: %s\n\n", results[0].Scenario)
 	fmt.Fprintf(w, "Regenerate with `%s`. docs/metrics.md defines every column.\n\n", command)
+	fmt.Fprintf(w, "Offered load: %.3f of the cluster's GPU-time (`offered_load`: what the job stream asks for, the same under every scheduler).\n\n", results[0].OfferedLoad)
 	fmt.Fprintln(w, "| scheduler | useful util. | allocated util. | OOM | wait p95 production | production within guarantee | wait p95 batch | wait p95 best-effort | JCT p50 | guarantee violation | violation, owed clock | Jain | preemptions | lost GPU-h | MIG changes | moves | jobs done |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {

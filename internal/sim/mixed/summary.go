@@ -36,6 +36,11 @@ type Summary struct {
 	JCTP50Mean          float64 `json:"jct_p50_s_mean"`
 	MIGReconfigurations int     `json:"mig_reconfigurations_total"`
 	Migrations          int     `json:"migrations_total"`
+	OfferedLoadMean     float64 `json:"offered_load_mean"`
+	OfferedLoadMin      float64 `json:"offered_load_min"`
+	// BelowCapacity counts the seeds whose stream offers less than the
+	// cluster (offered_load < 1).
+	BelowCapacity int `json:"seeds_offered_below_capacity"`
 }
 
 // Summarize sums results, one per seed, of one scheduler. A seed whose
@@ -49,8 +54,13 @@ func Summarize(results []*Result) Summary {
 	if len(results) == 0 {
 		return s
 	}
-	s.UsefulMin, s.JainMin = math.Inf(1), math.Inf(1)
+	s.UsefulMin, s.JainMin, s.OfferedLoadMin = math.Inf(1), math.Inf(1), math.Inf(1)
 	for _, r := range results {
+		s.OfferedLoadMean += r.OfferedLoad
+		s.OfferedLoadMin = min(s.OfferedLoadMin, r.OfferedLoad)
+		if r.OfferedLoad < 1 {
+			s.BelowCapacity++
+		}
 		s.UsefulMean += r.UsefulUtilization
 		s.UsefulMin = min(s.UsefulMin, r.UsefulUtilization)
 		useful := r.UsefulUtilization >= TargetUseful
@@ -100,6 +110,7 @@ func Summarize(results []*Result) Summary {
 	}
 	s.UsefulMean /= float64(len(results))
 	s.JCTP50Mean /= float64(len(results))
+	s.OfferedLoadMean /= float64(len(results))
 	if s.JainSeeds == 0 {
 		s.JainMin = 0
 	}

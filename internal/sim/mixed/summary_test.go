@@ -13,19 +13,24 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 			JainFairness: jain, JainSamples: samples, OOMEvents: oom, Preemptions: 10, LostGPUHours: 1.5,
 		}
 	}
-	got := Summarize([]*Result{
+	results := []*Result{
 		res(0.90, 30, 0, 0, 0.95, 12, 0),   // meets everything
 		res(0.84, 30, 100, 40, 0.80, 5, 0), // useful and Jain miss; violations
 		res(0.86, 31, 0, 0, 0, 0, 0),       // p95 misses; no Jain samples
 		res(0.88, 12, 0, 0, 0.91, 3, 2),    // OOM
 		res(0.87, 30, 50, 0, 0.92, 4, 0),   // violations by the queue clock only
-	})
+	}
+	for i, load := range []float64{1.25, 0.875, 1, 1.125, 0.75} {
+		results[i].OfferedLoad = load
+	}
+	got := Summarize(results)
 	want := Summary{
 		Seeds: 5, UsefulMean: (0.90 + 0.84 + 0.86 + 0.88 + 0.87) / 5, UsefulMin: 0.84, UsefulMet: 4,
 		ProductionP95Max: 31, ProductionP95Met: 4, BothMet: 3,
 		ViolationTotal: 150, ViolationOwedTotal: 40, NoViolation: 3, NoViolationOwed: 4,
 		JainMin: 0.80, JainMet: 3, JainSeeds: 4,
 		OOMEvents: 2, Preemptions: 50, LostGPUHours: 7.5, AllTargetsMet: 1, AllTargetsMetOwed: 2,
+		OfferedLoadMean: 1, OfferedLoadMin: 0.75, BelowCapacity: 2,
 	}
 	if math.Abs(got.UsefulMean-want.UsefulMean) > 1e-12 {
 		t.Errorf("useful mean %v, want %v", got.UsefulMean, want.UsefulMean)
