@@ -916,9 +916,9 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 // second search waited for the periodic look (seed 219 at 496,312 s: an
 // experiment evicted borrowed production after 63 s and started after
 // 123 s of its 90). Default scenario, every target by the owed clock on
-// 324 of seeds 1-576 (318) and 166 of 577-864 (159), no owed violation
-// on 415 (397), production p95 ≤ 30 s on 513 (523). Retries for every
-// claim, whatever its class or timer: 327 and p95 on 510.
+// 324 of seeds 1-576 (318) and 319 of 577-1152 (308), no owed
+// violation on 415 (397), production p95 ≤ 30 s on 513 (523). Retries
+// for every claim, whatever its class or timer: 327 and p95 on 510.
 func (s *Scheduler) noteRetry(c *cycle, j *Job) {
 	if s.cfg.ProtectProductionFor <= 0 || j.Spec.Class != workload.BestEffort || !withinGuarantee(c, j) || s.protectionLapsed(c, j) {
 		return
