@@ -245,15 +245,16 @@ func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, work
 	row := "%-9s %7s %7s %7s %7s %5s %10s %10s %7s %9s %4s %8s %5s %7s\n"
 	fmt.Fprintf(stdout, row, "scheduler", "useful", "min", "useful", "p95", "both", "violation", "owed", "no", "Jain", "OOM", "preempt", "all", "all met")
 	fmt.Fprintf(stdout, row, "", "mean", "", "met", "met", "met", "s", "clock s", "violat.", "met", "", "", "met", "(owed)")
+	var m mixed.Summary
 	for p, name := range policies {
-		m := mixed.Summarize(results[p])
+		m = mixed.Summarize(results[p])
 		fmt.Fprintf(stdout, "%-9s %7.3f %7.3f %7d %7d %5d %10.0f %10.0f %7d %9s %4d %8d %5d %7d\n", name, m.UsefulMean, m.UsefulMin, m.UsefulMet,
 			m.ProductionP95Met, m.BothMet, m.ViolationTotal, m.ViolationOwedTotal, m.NoViolation, fmt.Sprintf("%d/%d", m.JainMet, m.JainSeeds),
 			m.OOMEvents, m.Preemptions, m.AllTargetsMet, m.AllTargetsMetOwed)
 	}
 	if len(policies) > 0 {
-		// The same for every scheduler: it depends on the seeds only.
-		m := mixed.Summarize(results[0])
+		// The same for every scheduler (it depends on the seeds only):
+		// the last summary's.
 		fmt.Fprintf(stdout, "offered load (the streams' GPU-time over the cluster's): mean %.3f, least %.3f, under 1 on %d of %d seeds\n",
 			m.OfferedLoadMean, m.OfferedLoadMin, m.BelowCapacity, m.Seeds)
 	}

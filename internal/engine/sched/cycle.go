@@ -920,14 +920,15 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 // violation on 415 (397), production p95 ≤ 30 s on 513 (523). Retries
 // for every claim, whatever its class or timer: 327 and p95 on 510.
 func (s *Scheduler) noteRetry(c *cycle, j *Job) {
-	if s.cfg.ProtectProductionFor <= 0 || j.Spec.Class != workload.BestEffort || !withinGuarantee(c, j) || s.protectionLapsed(c, j) {
+	if s.cfg.ProtectProductionFor <= 0 || j.Spec.Class != workload.BestEffort || !withinGuarantee(c, j) {
 		return
 	}
-	at := s.searchBackoff[j.ID()]
-	if at <= c.in.Now {
-		return
+	since, owed := s.owedSince[j.ID()]
+	lapses, at := since+s.cfg.ProtectProductionFor, s.searchBackoff[j.ID()]
+	if !owed || c.in.Now >= lapses || at <= c.in.Now {
+		return // lapsed already (protectionLapsed), or no search held off
 	}
-	at = max(at, s.noVictimsUntil[s.preemptKey(c, j)], s.owedSince[j.ID()]+s.cfg.ProtectProductionFor)
+	at = max(at, s.noVictimsUntil[s.preemptKey(c, j)], lapses)
 	c.d.Retries = append(c.d.Retries, Retry{Job: j.ID(), At: at})
 }
 
