@@ -65,6 +65,13 @@ type Config struct {
 	// (migrate.go). Only a world that carries Decision.Migrations out may
 	// set it.
 	Migrate bool
+	// MoveForWholeNodes: with Migrate, replicas are moved (and victims
+	// evicted) to free a node also for work beyond its team's guarantee
+	// when every one of its tasks needs a whole node (ads' 8-GPU
+	// fine-tunes, research's pretraining gangs): MIG work spreads over
+	// the nodes until none is whole, and borrowed training waited while
+	// several GPUs' worth stood free in MIG holes (wholeNodesOnly).
+	MoveForWholeNodes bool
 	// GuaranteeFirst: pending claims within their team's guarantee are
 	// considered before all other pending work, whatever its class
 	// (order).
@@ -118,7 +125,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 		c.Gangs, c.ClassOrder, c.Order, c.Borrow, c.Preempt = true, true, FairShare, true, true
 		c.MIG, c.ReconfigCooldown = true, 10*time.Minute
 		c.ProtectProduction, c.ProtectProductionFor = true, 15*time.Second
-		c.Migrate = true
+		c.Migrate, c.MoveForWholeNodes = true, true
 		c.Relocate = true
 		c.GroupPinned = true
 		c.GuaranteeFirst = true

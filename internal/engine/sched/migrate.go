@@ -64,7 +64,7 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 	if !s.cfg.Migrate || !s.cfg.MIG || c.moved || c.in.Now < s.moveBackoff[j.ID()] {
 		return ""
 	}
-	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
+	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) && !(s.cfg.MoveForWholeNodes && s.wholeNodesOnly(c, reqs)) {
 		return ""
 	}
 	for _, r := range reqs {
@@ -134,6 +134,30 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 	}
 	s.moving[j.ID()] = refs
 	return WaitMoving
+}
+
+// wholeNodesOnly says whether every task of reqs asks for all the GPUs of
+// the largest node. Such work, beyond its team's guarantee, has replicas
+// moved for it too (MoveForWholeNodes): a one-GPU job finds a GPU as work
+// ends, but a node is freed only by moves once MIG work has spread over
+// every node. Default scenario with a production reserve of 6 GPUs (5
+// before), seeds 1-576: useful utilization ≥ 0.85 and production p95 ≤
+// 30 s together on 516 seeds (440); every target by the owed clock on
+// 339 (324), none by the owed clock on 384 (415); replica moves +38 %.
+// Moves for every borrower of whole GPUs: 508, 341 and 387, moves +88 %;
+// for one-GPU borrowers only, useful utilization as before
+// (docs/mixed.md).
+func (s *Scheduler) wholeNodesOnly(c *cycle, reqs []*engine.Request) bool {
+	largest := 0
+	for _, n := range s.capacityOf(c.in.Cluster).MaxGPUs {
+		largest = max(largest, n)
+	}
+	for _, r := range reqs {
+		if r.Kind != workload.WholeGPUs || r.Count < largest {
+			return false
+		}
+	}
+	return len(reqs) > 0
 }
 
 // migForMoves turns idle whole GPUs to MIG for the replicas of a move

@@ -70,13 +70,58 @@ func TestNoMovesWithoutMigrate(t *testing.T) {
 	}
 }
 
-func TestNoMovesForWorkBeyondItsGuarantee(t *testing.T) {
-	// Without a guarantee, train would borrow: moving someone's service
-	// for borrowed capacity is not worth the churn.
-	w := movingWorld(t)
-	w.teams[1].Guarantee = 0
+// borrowWorld: two nodes of two MIG GPUs. On n1 a production replica of
+// a's holds a 1g instance of each GPU; on n2 two more leave room beside
+// them on GPU 0, and GPU 1 is whole and idle. b has no guarantee: what it
+// asks it borrows.
+func borrowWorld(t *testing.T, tweak ...func(*Config)) *world {
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+		team("a").guarantee(3).burst(3), team("b").burst(4)).at(hour)
+	w.migOff("n2", 1)
+	w.runningSlice(job("serve0").team("a").production().migProfile("1g.10gb"), "n1:0:1g.10gb@6")
+	w.runningSlice(job("serve1").team("a").production().migProfile("1g.10gb"), "n1:1:1g.10gb@6")
+	w.runningSlice(job("other1").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	w.runningSlice(job("other2").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@5")
+	return w
+}
+
+func TestNoMovesForBorrowedWorkSmallerThanANode(t *testing.T) {
+	// b borrows one GPU: n2's idle GPU serves it, and no service moves
+	// for borrowed work that a GPU freed anywhere would serve.
+	w := borrowWorld(t)
+	w.running(job("b-first").team("b").gpus(1), 0, 0, "n2:1")
+	w.submit(job("train").team("b").gpus(1).submitted(hour))
 	if d := w.cycle(); len(d.Migrations) != 0 {
-		t.Fatalf("migrations %+v for a job beyond its team's guarantee", d.Migrations)
+		t.Fatalf("migrations %+v for a one-GPU job beyond its team's guarantee", d.Migrations)
+	}
+}
+
+func TestServicesMoveToFreeANodeForBorrowedWork(t *testing.T) {
+	// b borrows a whole node (two GPUs): only moves free one, since the
+	// replicas on n1 fit beside those on n2.
+	w := borrowWorld(t)
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	d := w.cycle()
+	var moved []string
+	for _, m := range d.Migrations {
+		if m.To.Node != "n2" || m.For != "train" {
+			t.Errorf("migration %+v, want to n2 for train", m)
+		}
+		moved = append(moved, m.Job)
+	}
+	slices.Sort(moved)
+	if !slices.Equal(moved, []string{"serve0", "serve1"}) || len(d.Preemptions) != 0 {
+		t.Fatalf("moved %v, victims %v; want serve0 and serve1 moved, no victims; train waits %q", moved, victimsOf(d), reasonOf(d, "train"))
+	}
+	if got := reasonOf(d, "train"); got != WaitMoving {
+		t.Errorf("train waits %q, want %q", got, WaitMoving)
+	}
+	// Without MoveForWholeNodes borrowed work waits for a node to empty.
+	w = borrowWorld(t, func(c *Config) { c.MoveForWholeNodes = false })
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	if d := w.cycle(); len(d.Migrations) != 0 {
+		t.Fatalf("migrations %+v without MoveForWholeNodes", d.Migrations)
 	}
 }
 
