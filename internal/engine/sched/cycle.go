@@ -70,6 +70,9 @@ type Scheduler struct {
 	// owedSince is when each pending job within its team's guarantee was
 	// first seen so (protectionLapsed).
 	owedSince map[string]time.Duration
+	// borrowerMovesAt: no move search for borrowed work before then
+	// (MoveForWholeNodes; one that failed holds off the next).
+	borrowerMovesAt time.Duration
 	// noVictimsUntil is the same for every job of a preemptKey.
 	noVictimsUntil map[int]time.Duration
 	// keyIDs numbers the memo and search keys (shapeEntry.ids): a map

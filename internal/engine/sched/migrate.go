@@ -52,6 +52,12 @@ const maxMoves = 24
 // lost two seeds' production p95 on 145-288.
 const moveCooldown = 30 * time.Second
 
+// borrowerMovesBackoff is how long a move search for borrowed work that
+// found nothing holds off the next one, for any borrower
+// (MoveForWholeNodes): week-1000's backlog of borrowed 8-GPU work asked
+// one each cycle, 18 % of its wall time.
+const borrowerMovesBackoff = time.Minute
+
 // moveRef is a replica's old placement, held until its new one is ready.
 type moveRef struct {
 	node, task string
@@ -64,7 +70,8 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 	if !s.cfg.Migrate || !s.cfg.MIG || c.moved || c.in.Now < s.moveBackoff[j.ID()] {
 		return ""
 	}
-	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) && !(s.cfg.MoveForWholeNodes && s.wholeNodesOnly(c, reqs)) {
+	borrower := j.Spec.Class != workload.Production && !withinGuarantee(c, j)
+	if borrower && (!s.cfg.MoveForWholeNodes || c.in.Now < s.borrowerMovesAt || !s.wholeNodesOnly(c, reqs)) {
 		return ""
 	}
 	for _, r := range reqs {
@@ -91,6 +98,10 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 			continue
 		}
 		m, vs, node, next, ok := s.cheapestMoves(c, after, r, allowed, j, len(moves), gone, false)
+		if !ok && borrower {
+			// Idle GPUs turned to MIG, or victims first, only for claims.
+			return s.noMoves(c, j)
+		}
 		if !ok {
 			if s.migForMoves(c, after, r, allowed, j, len(moves), gone) {
 				return WaitReconfig
@@ -140,12 +151,15 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 // the largest node. Such work, beyond its team's guarantee, has replicas
 // moved for it too (MoveForWholeNodes): a one-GPU job finds a GPU as work
 // ends, but a node is freed only by moves once MIG work has spread over
-// every node. Default scenario with a production reserve of 6 GPUs (5
-// before), seeds 1-576: useful utilization ≥ 0.85 and production p95 ≤
-// 30 s together on 516 seeds (440); every target by the owed clock on
-// 339 (324), none by the owed clock on 384 (415); replica moves +38 %.
-// Moves for every borrower of whole GPUs: 508, 341 and 387, moves +88 %;
-// for one-GPU borrowers only, useful utilization as before
+// every node. Unlike a claim's, its plan turns no idle GPU to MIG and
+// evicts no victim first, and a failed one holds off the next
+// (borrowerMovesBackoff). Default scenario with a production reserve of
+// 6 GPUs (5 before), seeds 1-576: useful utilization ≥ 0.85 and
+// production p95 ≤ 30 s together on 502 seeds (440); every target by the
+// owed clock on 345 (324), none by the owed clock on 403 (415); replica
+// moves +13 %. Seeds 577-1152: every target on 343 (319). Moves for
+// every borrower of whole GPUs: 508, 341 and 387 on seeds 1-576, moves
+// +88 %; for one-GPU borrowers only, useful utilization as before
 // (docs/mixed.md).
 func (s *Scheduler) wholeNodesOnly(c *cycle, reqs []*engine.Request) bool {
 	largest := 0
@@ -304,6 +318,9 @@ func (s *Scheduler) victimsFirst(c *cycle, st *cluster.State, r *engine.Request,
 
 func (s *Scheduler) noMoves(c *cycle, j *Job) string {
 	s.moveBackoff[j.ID()] = c.in.Now + urgentBackoffFor
+	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
+		s.borrowerMovesAt = c.in.Now + borrowerMovesBackoff
+	}
 	return ""
 }
 

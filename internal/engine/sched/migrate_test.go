@@ -160,6 +160,37 @@ func TestMovesAndEvictionsTogetherFreeANode(t *testing.T) {
 	}
 }
 
+func TestAFailedMoveSearchForBorrowedWorkHoldsOffTheNextForAMinute(t *testing.T) {
+	// Every MIG GPU is full but for one free instance on each of n1's:
+	// neither node's replicas find room elsewhere, and borrowed work turns
+	// no idle GPU to MIG for them.
+	w := borrowWorld(t)
+	for k := 0; k < 5; k++ {
+		w.runningSlice(job(fmt.Sprintf("fill%d", k)).team("a").production().migProfile("1g.10gb"), fmt.Sprintf("n2:0:1g.10gb@%d", k))
+		for g := 0; g < 2; g++ {
+			w.runningSlice(job(fmt.Sprintf("n1fill%d-%d", g, k)).team("a").production().migProfile("1g.10gb"), fmt.Sprintf("n1:%d:1g.10gb@%d", g, k))
+		}
+	}
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+	if d := w.cycle(); len(d.Migrations) != 0 || len(d.Reconfigs) != 0 {
+		t.Fatalf("migrations %+v, reconfigs %+v with no MIG room for the replicas", d.Migrations, d.Reconfigs)
+	}
+	// n1 empties but for serve0 and serve1: n2's seven replicas now fit
+	// there. Another borrower asks within the minute: no search yet.
+	for k := 0; k < 5; k++ {
+		w.finish(fmt.Sprintf("n1fill0-%d", k)).finish(fmt.Sprintf("n1fill1-%d", k))
+	}
+	w.at(hour + 30*time.Second)
+	w.submit(job("train2").team("b").gpus(2).submitted(hour + 30*time.Second))
+	if d := w.cycle(); len(d.Migrations) != 0 {
+		t.Fatalf("migrations %+v within a minute of a failed search", d.Migrations)
+	}
+	w.at(hour + time.Minute)
+	if d := w.cycle(); len(d.Migrations) != 7 {
+		t.Fatalf("migrations %+v a minute after, want n2's seven replicas moved", d.Migrations)
+	}
+}
+
 // relocWorld: on n1, c's experiment (within c's guarantee, last
 // checkpointed at checkpoint) holds GPU 0 and a's replica serve GPU 1; on
 // n2 and n3 a's batch jobs, within a's guarantee, hold one GPU each, n2's
