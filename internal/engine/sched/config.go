@@ -68,9 +68,9 @@ type Config struct {
 	// MoveForWholeNodes: with Migrate, replicas are moved (and victims
 	// evicted) to free a node also for work beyond its team's guarantee
 	// when every one of its tasks needs a whole node (ads' 8-GPU
-	// fine-tunes, research's pretraining gangs): MIG work spreads over
-	// the nodes until none is whole, and borrowed training waited while
-	// several GPUs' worth stood free in MIG holes (wholeNodesOnly).
+	// fine-tunes): MIG work spreads over the nodes until none is whole,
+	// and borrowed training waited while several GPUs' worth stood free
+	// in MIG holes (wholeNodesOnly).
 	MoveForWholeNodes bool
 	// GuaranteeFirst: pending claims within their team's guarantee are
 	// considered before all other pending work, whatever its class

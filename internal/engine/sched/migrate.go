@@ -159,8 +159,8 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 // owed clock on 345 (324), none by the owed clock on 403 (415); replica
 // moves +13 %. Seeds 577-1152: every target on 343 (319). Moves for
 // every borrower of whole GPUs: 508, 341 and 387 on seeds 1-576, moves
-// +88 %; for one-GPU borrowers only, useful utilization as before
-// (docs/mixed.md).
+// +88 %; for one-GPU borrowers only, little of the gain in useful
+// utilization (docs/mixed.md).
 func (s *Scheduler) wholeNodesOnly(c *cycle, reqs []*engine.Request) bool {
 	largest := 0
 	for _, n := range s.capacityOf(c.in.Cluster).MaxGPUs {

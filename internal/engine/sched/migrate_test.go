@@ -87,8 +87,9 @@ func borrowWorld(t *testing.T, tweak ...func(*Config)) *world {
 }
 
 func TestNoMovesForBorrowedWorkSmallerThanANode(t *testing.T) {
-	// b borrows one GPU: n2's idle GPU serves it, and no service moves
-	// for borrowed work that a GPU freed anywhere would serve.
+	// b, on n2's whole GPU already, borrows one GPU more and none is
+	// free: no service moves for borrowed work that any GPU freed later
+	// would serve.
 	w := borrowWorld(t)
 	w.running(job("b-first").team("b").gpus(1), 0, 0, "n2:1")
 	w.submit(job("train").team("b").gpus(1).submitted(hour))
