@@ -98,7 +98,7 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 			continue
 		}
 		m, vs, node, next, ok := s.cheapestMoves(c, after, r, allowed, j, len(moves), gone, false)
-		if !ok && borrower {
+		if !ok && (borrower || c.movesNowOnly) {
 			// Idle GPUs turned to MIG, or victims first, only for claims.
 			return s.noMoves(c, j)
 		}

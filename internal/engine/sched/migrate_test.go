@@ -777,3 +777,27 @@ func TestAReplicaToMoveGetsItsInstanceFromFreeSpaceReshaped(t *testing.T) {
 		t.Fatalf("migrations %+v, want serve moved to n2; train waits %q", d.Migrations, reasonOf(d, "train"))
 	}
 }
+
+func TestMovesFirstOnlyAsTheyCanBeMadeNow(t *testing.T) {
+	// big (a's production, within a's guarantee) asks for a node of two
+	// GPUs. Evicting b's job frees n1 but leaves b owed; freeing n2 moves
+	// serve, which has MIG room only once n3's idle GPU is turned to MIG
+	// (c's service beside it, of big's class, stays). A MIG change for
+	// the moves would make big wait 30 s before it evicts anyway: it
+	// evicts at once.
+	st := fleet(t).nodes(3).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(3).burst(3), team("b").guarantee(2).burst(2), team("c").guarantee(1).burst(1)).at(hour)
+	w.migOff("n1", 0, 1).migOff("n2", 1).migOff("n3", 0, 1)
+	w.running(job("b-train").team("b").gpus(2), 0, 0, "n1:0,1")
+	w.runningSlice(job("serve").team("a").production().migProfile("1g.10gb"), "n2:0:1g.10gb@6")
+	w.running(job("c-serve").team("c").production().gpus(1), 0, 0, "n3:1")
+	w.submit(job("big").team("a").production().gpus(2).submitted(hour))
+	d := w.cycle()
+	if len(d.Reconfigs) != 0 || len(d.Migrations) != 0 {
+		t.Fatalf("reconfigs %+v, migrations %+v: a MIG change made for moves first; big waits %q", d.Reconfigs, d.Migrations, reasonOf(d, "big"))
+	}
+	if got := victimsOf(d); !slices.Equal(got, []string{"b-train"}) {
+		t.Fatalf("victims %v, want [b-train]; big waits %q", got, reasonOf(d, "big"))
+	}
+}
