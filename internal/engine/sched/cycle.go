@@ -888,8 +888,8 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 		// that can be made now, though (movesNowOnly): a MIG change for
 		// them, then another, and the claim evicted all the same after
 		// 90 s (seed 146 at 18,770 s). Seeds 1-576: every target on 352
-		// (345), none by the owed clock on 403 → 420, useful ≥ 0.85 on
-		// 511 (525); seeds 577-864: 194 (179).
+		// (345), none by the owed clock on 420 (403), useful ≥ 0.85 on
+		// 511 (525); seeds 577-1152: every target on 371 (343).
 		if takesGuarantee(c, j, victims) {
 			c.movesNowOnly = true
 			why := s.consolidate(c, j, reqs)

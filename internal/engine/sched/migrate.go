@@ -99,7 +99,9 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 		}
 		m, vs, node, next, ok := s.cheapestMoves(c, after, r, allowed, j, len(moves), gone, false)
 		if !ok && (borrower || c.movesNowOnly) {
-			// Idle GPUs turned to MIG, or victims first, only for claims.
+			// Idle GPUs turned to MIG for the moves, or victims first,
+			// only for a claim's own move search: not for borrowed work,
+			// nor before the victims a claim has found (movesNowOnly).
 			return s.noMoves(c, j)
 		}
 		if !ok {
