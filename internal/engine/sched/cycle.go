@@ -160,12 +160,9 @@ type cycle struct {
 	searches  int
 	// moved: a search for replicas to move ran this cycle (one a cycle);
 	// ownerOf maps each placed task to its job (migrate.go).
-	moved bool
-	// movesNowOnly: this move search may not ask MIG changes for the
-	// moves (moves before victims that take a guarantee).
-	movesNowOnly bool
-	ownerOf      map[moveRef]taskOf
-	pinned       map[string]bool // nodes with MIG work that cannot move: pinnedSliceNodes
+	moved   bool
+	ownerOf map[moveRef]taskOf
+	pinned  map[string]bool // nodes with MIG work that cannot move: pinnedSliceNodes
 	// idleMIG lists the nodes with an idle MIG GPU migOffFor could turn
 	// whole (anyIdleMIG), until the plan changes.
 	idleMIG   []int
@@ -822,7 +819,7 @@ func (s *Scheduler) afterMiss(c *cycle, j *Job, reqs []*engine.Request) string {
 	if why := s.searchVictims(c, j, reqs); why != "" {
 		return why
 	}
-	if why := s.consolidate(c, j, reqs); why != "" {
+	if why := s.consolidate(c, j, reqs, false); why != "" {
 		return why
 	}
 	if s.cfg.Reserve && j.Spec.IsGang() && s.reservation == nil && c.in.Now-j.Submitted >= s.cfg.ReserveAfter {
@@ -885,16 +882,13 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 		// room goes first. Default scenario: every target met by the
 		// owed clock on 48 seeds of 1-144 (31) and 42 of 145-288 (34),
 		// production p95 ≤ 30 s on 130 (136) and 131 (139). Only moves
-		// that can be made now, though (movesNowOnly): a MIG change for
+		// that can be made now, though (consolidate's nowOnly): a MIG change for
 		// them, then another, and the claim evicted all the same after
 		// 90 s (seed 146 at 18,770 s). Seeds 1-576: every target on 352
 		// (345), none by the owed clock on 420 (403), useful ≥ 0.85 on
 		// 511 (525); seeds 577-1152: every target on 371 (343).
 		if takesGuarantee(c, j, victims) {
-			c.movesNowOnly = true
-			why := s.consolidate(c, j, reqs)
-			c.movesNowOnly = false
-			if why != "" {
+			if why := s.consolidate(c, j, reqs, true); why != "" {
 				return why
 			}
 		}

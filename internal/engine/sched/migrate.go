@@ -65,8 +65,9 @@ type moveRef struct {
 
 // consolidate moves replicas for j, evicting what else is in their way
 // that j may evict, when the victim search alone found no room; it
-// returns WaitMoving when it did, or "".
-func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string {
+// returns WaitMoving when it did, or "". With nowOnly (moves tried before
+// victims the claim has found) it asks no MIG change for the moves.
+func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request, nowOnly bool) string {
 	if !s.cfg.Migrate || !s.cfg.MIG || c.moved || c.in.Now < s.moveBackoff[j.ID()] {
 		return ""
 	}
@@ -92,17 +93,17 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 		if a, err := s.placer.PlaceIn(after, r, allowed); err == nil {
 			// This task fits as things are (a gang's other task).
 			if after.Allocate(a) != nil {
-				return s.noMoves(c, j)
+				return s.noMoves(c, j, borrower)
 			}
 			nodes[a.Node] = true
 			continue
 		}
 		m, vs, node, next, ok := s.cheapestMoves(c, after, r, allowed, j, len(moves), gone, false)
-		if !ok && (borrower || c.movesNowOnly) {
+		if !ok && (borrower || nowOnly) {
 			// Idle GPUs turned to MIG for the moves, or victims first,
 			// only for a claim's own move search: not for borrowed work,
-			// nor before the victims a claim has found (movesNowOnly).
-			return s.noMoves(c, j)
+			// nor before the victims a claim has found (nowOnly).
+			return s.noMoves(c, j, borrower)
 		}
 		if !ok {
 			if s.migForMoves(c, after, r, allowed, j, len(moves), gone) {
@@ -114,12 +115,12 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request) string
 					return WaitPreempting
 				}
 			}
-			return s.noMoves(c, j)
+			return s.noMoves(c, j, borrower)
 		}
 		for _, mv := range m {
 			mv.Creates = createsInstance(during, mv.To)
 			if during.Allocate(mv.To) != nil {
-				return s.noMoves(c, j)
+				return s.noMoves(c, j, borrower)
 			}
 			v, _ := c.job(mv.Job)
 			refs = append(refs, moveRef{node, v.Placed[mv.Task].Task})
@@ -318,9 +319,9 @@ func (s *Scheduler) victimsFirst(c *cycle, st *cluster.State, r *engine.Request,
 	return victims, map[string]bool{node: true}
 }
 
-func (s *Scheduler) noMoves(c *cycle, j *Job) string {
+func (s *Scheduler) noMoves(c *cycle, j *Job, borrower bool) string {
 	s.moveBackoff[j.ID()] = c.in.Now + urgentBackoffFor
-	if j.Spec.Class != workload.Production && !withinGuarantee(c, j) {
+	if borrower {
 		s.borrowerMovesAt = c.in.Now + borrowerMovesBackoff
 	}
 	return ""
