@@ -143,12 +143,16 @@ type cycle struct {
 	sch   *Scheduler
 	in    Input
 	st    *cluster.State // the plan so far, on a clone
-	teams map[string]*Team
-	usage map[string]int64 // GPU milli held per team
+	// use is the GPU milli each team of the input holds, by its position
+	// there (teamPos); useOther the same for teams not in the input. (A
+	// map by name was a twentieth of a week-1000 run: the backlog asks
+	// for its team's usage several times a job, every cycle.)
+	use      []int64
+	useOther map[string]int64
 	// inFlight is the demand of each team's jobs promised nodes
-	// (withinGuarantee), computed when first needed; nil after a promise
-	// is made or kept.
-	inFlight map[string]int64
+	// (withinGuarantee), by position, computed when first needed; nil
+	// after a promise is made or kept.
+	inFlight []int64
 	d        Decision
 	capacity *workload.Capacity
 	// failed remembers job shapes that fitted nowhere this cycle: within a
@@ -269,19 +273,16 @@ func (s *Scheduler) Cycle(in Input) Decision {
 
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
-		sch: s, in: in, free: -1, st: in.Cluster.Clone(), teams: map[string]*Team{}, usage: map[string]int64{},
+		sch: s, in: in, free: -1, st: in.Cluster.Clone(), useOther: map[string]int64{},
 		d: Decision{Waiting: map[string]Wait{}}, failed: map[int]string{},
 		noVictims: map[int]bool{},
-	}
-	for i := range in.Teams {
-		c.teams[in.Teams[i].Name] = &in.Teams[i]
 	}
 	s.cycles++
 	// Jobs gone linger in byID; drop them now and then, and as soon as
 	// they outnumber the live ones: a world that builds its Jobs anew each
 	// cycle (Kubernetes does) indexes each job again every cycle.
 	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
-	byTeam := make([]int64, len(in.Teams))
+	c.use = make([]int64, len(in.Teams))
 	c.endsBy, c.endUnknown = make([]time.Duration, in.Cluster.Len()), make([]bool, in.Cluster.Len())
 	for _, j := range in.Jobs {
 		e := &j.held
@@ -335,15 +336,10 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		}
 		if e.milli > 0 {
 			if e.team >= 0 {
-				byTeam[e.team] += e.milli
+				c.use[e.team] += e.milli
 			} else {
-				c.usage[j.Spec.Team] += e.milli
+				c.useOther[j.Spec.Team] += e.milli
 			}
-		}
-	}
-	for t, milli := range byTeam {
-		if milli > 0 {
-			c.usage[in.Teams[t].Name] += milli
 		}
 	}
 	if prune {
@@ -375,6 +371,45 @@ func (c *cycle) heldOf(j *Job) int64 {
 		return e.milli
 	}
 	return 0
+}
+
+// teamPos is the position of j's team in the input, -1 when it is not
+// there: the snapshot's entry remembers it.
+func (c *cycle) teamPos(j *Job) int {
+	if e := &j.held; e.owner == c.sch {
+		return e.team
+	}
+	return c.posOf(j.Spec.Team)
+}
+
+// posOf is the position of a team in the input, -1 when it is not there.
+func (c *cycle) posOf(team string) int {
+	return slices.IndexFunc(c.in.Teams, func(t Team) bool { return t.Name == team })
+}
+
+// teamOf is j's team, nil when it is not in the input.
+func (c *cycle) teamOf(j *Job) *Team {
+	if p := c.teamPos(j); p >= 0 {
+		return &c.in.Teams[p]
+	}
+	return nil
+}
+
+// usageOf is the GPU milli j's team holds in the plan.
+func (c *cycle) usageOf(j *Job) int64 {
+	if p := c.teamPos(j); p >= 0 {
+		return c.use[p]
+	}
+	return c.useOther[j.Spec.Team]
+}
+
+// addUsage counts milli more held by j's team.
+func (c *cycle) addUsage(j *Job, milli int64) {
+	if p := c.teamPos(j); p >= 0 {
+		c.use[p] += milli
+	} else {
+		c.useOther[j.Spec.Team] += milli
+	}
 }
 
 // heldEntry is what a job holds, with the assignments it was computed
@@ -729,7 +764,7 @@ func (s *Scheduler) commit(c *cycle, j *Job, idx []int, as []cluster.Assignment,
 		a := as[k]
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a, Creates: createsInstance(before, a)})
 		if n := trial.NodeByName(a.Node); n != nil {
-			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))
+			c.addUsage(j, int64(a.GPUMilli(n)))
 		}
 	}
 	if s.reservation != nil && s.reservation.job == j.ID() {
@@ -790,7 +825,7 @@ func (s *Scheduler) placeOneByOne(c *cycle, j *Job, reqs []*engine.Request) stri
 		c.planChanged()
 		c.d.Starts = append(c.d.Starts, Start{Job: j.ID(), Task: i, Assignment: a})
 		if n := c.st.NodeByName(a.Node); n != nil {
-			c.usage[j.Spec.Team] += int64(a.GPUMilli(n))
+			c.addUsage(j, int64(a.GPUMilli(n)))
 		}
 	}
 	started := 0
@@ -1019,7 +1054,7 @@ func (s *Scheduler) order(c *cycle) []*Job {
 		if j.Phase == Pending {
 			k := keyed{j: j}
 			if s.cfg.Order != FIFO {
-				k.share = share(j.Spec.Team)
+				k.share = share(j)
 			}
 			if s.cfg.GuaranteeFirst {
 				k.within = withinGuarantee(c, j)

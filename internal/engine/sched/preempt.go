@@ -53,7 +53,11 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 	// The answer depends on j only by team, class and standing, and on the
 	// plan by what each team holds: it is kept until the plan changes (a
 	// backlog of thousands asked it each cycle).
-	key := mayKey{j.Spec.Team, j.Spec.Class, within}
+	pos := c.teamPos(j)
+	key := mayKey{pos, "", j.Spec.Class, within}
+	if pos < 0 {
+		key.team = j.Spec.Team
+	}
 	if may, ok := c.mayMemo[key]; ok {
 		return may
 	}
@@ -62,7 +66,7 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 		switch {
 		case tl.team == j.Spec.Team:
 			may = tl.low < j.Spec.Class
-		case borrowing(c, tl.team):
+		case borrowingAt(c, tl.pos):
 			may = tl.low < j.Spec.Class || within
 		default:
 			may = tl.low < j.Spec.Class && j.Spec.Class == workload.Production && within
@@ -79,7 +83,8 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 }
 
 type mayKey struct {
-	team   string
+	pos    int    // the team's position in the input
+	team   string // its name, only when it is not there
 	class  workload.Class
 	within bool
 }
@@ -87,6 +92,7 @@ type mayKey struct {
 // teamLow is a team with running jobs and its lowest running class.
 type teamLow struct {
 	team string
+	pos  int // in the input, -1: not there
 	low  workload.Class
 }
 
@@ -104,12 +110,12 @@ func runningSummary(c *cycle) []teamLow {
 		if t := v.held.team; t >= 0 {
 			k = at[t]
 			if k == 0 {
-				out = append(out, teamLow{v.Spec.Team, v.Spec.Class})
+				out = append(out, teamLow{v.Spec.Team, t, v.Spec.Class})
 				at[t] = len(out)
 				continue
 			}
 		} else if k = others[v.Spec.Team]; k == 0 {
-			out = append(out, teamLow{v.Spec.Team, v.Spec.Class})
+			out = append(out, teamLow{v.Spec.Team, -1, v.Spec.Class})
 			others[v.Spec.Team] = len(out)
 			continue
 		}
@@ -148,13 +154,11 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if v.Spec.Team == j.Spec.Team {
 		return lower
 	}
-	if !borrowing(c, v.Spec.Team) {
+	vp := c.teamPos(v)
+	if !borrowingAt(c, vp) {
 		return lower && j.Spec.Class == workload.Production && withinGuarantee(c, j)
 	}
-	keepsGuarantee := true
-	if t, ok := c.teams[v.Spec.Team]; ok {
-		keepsGuarantee = c.usage[v.Spec.Team]-c.heldOf(v) >= t.Guarantee
-	}
+	keepsGuarantee := c.use[vp]-c.heldOf(v) >= c.in.Teams[vp].Guarantee
 	if lower && (keepsGuarantee || j.Spec.Class == workload.Production && withinGuarantee(c, j)) {
 		return true
 	}
@@ -183,14 +187,15 @@ func keepsGuarantees(c *cycle, j *Job, victims []*Job) bool {
 	if withinGuarantee(c, j) {
 		return true
 	}
-	held := map[string]int64{}
+	held, seen := make([]int64, len(c.in.Teams)), make([]bool, len(c.in.Teams)) // by position
 	for _, v := range victims {
-		if v.Spec.Team != j.Spec.Team {
-			held[v.Spec.Team] += c.heldOf(v)
+		if p := c.teamPos(v); p >= 0 && v.Spec.Team != j.Spec.Team {
+			held[p] += c.heldOf(v)
+			seen[p] = true
 		}
 	}
-	for team, h := range held {
-		if g, ok := c.teams[team]; ok && c.usage[team]-h < g.Guarantee {
+	for p, h := range held {
+		if seen[p] && c.use[p]-h < c.in.Teams[p].Guarantee {
 			return false
 		}
 	}
@@ -200,8 +205,8 @@ func keepsGuarantees(c *cycle, j *Job, victims []*Job) bool {
 // straddles says whether evicting v would take its team below its
 // guarantee.
 func straddles(c *cycle, v *Job) bool {
-	t, ok := c.teams[v.Spec.Team]
-	return ok && c.usage[v.Spec.Team]-c.heldOf(v) < t.Guarantee
+	t := c.teamOf(v)
+	return t != nil && c.usageOf(v)-c.heldOf(v) < t.Guarantee
 }
 
 // victimOrder sorts cands in the order victims are taken, losing the
@@ -220,7 +225,7 @@ func (s *Scheduler) victimOrder(c *cycle, cands []*Job) {
 	}
 	rs := make([]ranked, len(cands))
 	for i, v := range cands {
-		rs[i] = ranked{v, borrowing(c, v.Spec.Team), straddles(c, v), now - v.Checkpoint, c.heldOf(v)}
+		rs[i] = ranked{v, borrowing(c, v), straddles(c, v), now - v.Checkpoint, c.heldOf(v)}
 	}
 	slices.SortStableFunc(rs, func(x, y ranked) int {
 		if x.borrowing != y.borrowing {

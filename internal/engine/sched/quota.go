@@ -21,9 +21,9 @@ func demand(j *Job) int64 {
 
 // limit is the most a team may hold: its burst when borrowing is on, its
 // guarantee otherwise. A team that is not configured has no quota.
-func (s *Scheduler) limit(c *cycle, team string) (int64, bool) {
-	t, ok := c.teams[team]
-	if !ok {
+func (s *Scheduler) limit(c *cycle, j *Job) (int64, bool) {
+	t := c.teamOf(j)
+	if t == nil {
 		return 0, false
 	}
 	if s.cfg.Borrow {
@@ -36,11 +36,11 @@ func (s *Scheduler) limit(c *cycle, team string) (int64, bool) {
 // a gang of its team that holds the quota (see holdQuota): small jobs must
 // not keep a big one out of its own team's quota for ever.
 func (s *Scheduler) withinQuota(c *cycle, j *Job) bool {
-	lim, ok := s.limit(c, j.Spec.Team)
+	lim, ok := s.limit(c, j)
 	if !ok {
 		return true
 	}
-	need := c.usage[j.Spec.Team] + c.demandOf(j)
+	need := c.usageOf(j) + c.demandOf(j)
 	if hid, held := s.quotaHold[j.Spec.Team]; held && hid != j.ID() {
 		if h, ok := c.job(hid); ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class {
 			need += c.demandOf(h)
@@ -57,7 +57,7 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 	if !s.cfg.Reserve || !j.Spec.IsGang() || c.in.Now-j.Submitted < s.cfg.ReserveAfter {
 		return
 	}
-	if lim, ok := s.limit(c, j.Spec.Team); !ok || c.demandOf(j) > lim {
+	if lim, ok := s.limit(c, j); !ok || c.demandOf(j) > lim {
 		return // it can never fit its team's quota; holding would block the team for ever
 	}
 	if hid, held := s.quotaHold[j.Spec.Team]; held {
@@ -77,11 +77,12 @@ func (s *Scheduler) holdQuota(c *cycle, j *Job) {
 // other claims' nodes: violations 147k → 115k team-s on seeds 1-144 and
 // 128k → 118k on 145-288, preemptions -5 % and -6 %.
 func withinGuarantee(c *cycle, j *Job) bool {
-	t, ok := c.teams[j.Spec.Team]
-	if !ok {
+	p := c.teamPos(j)
+	if p < 0 {
 		return false
 	}
-	use := c.usage[j.Spec.Team] + c.demandOf(j)
+	t := &c.in.Teams[p]
+	use := c.use[p] + c.demandOf(j)
 	if use > t.Guarantee {
 		return false
 	}
@@ -89,14 +90,16 @@ func withinGuarantee(c *cycle, j *Job) bool {
 		return true
 	}
 	if c.inFlight == nil {
-		c.inFlight = map[string]int64{}
+		c.inFlight = make([]int64, len(c.in.Teams))
 		for id := range c.sch.promisedNodes {
 			if h, ok := c.job(id); ok && h.Phase == Pending {
-				c.inFlight[h.Spec.Team] += c.demandOf(h)
+				if hp := c.teamPos(h); hp >= 0 {
+					c.inFlight[hp] += c.demandOf(h)
+				}
 			}
 		}
 	}
-	flight := c.inFlight[j.Spec.Team]
+	flight := c.inFlight[p]
 	if flight == 0 {
 		return true
 	}
@@ -106,25 +109,31 @@ func withinGuarantee(c *cycle, j *Job) bool {
 	return use+flight <= t.Guarantee
 }
 
-// borrowing reports whether a team holds more than its guarantee.
-func borrowing(c *cycle, team string) bool {
-	t, ok := c.teams[team]
-	return ok && c.usage[team] > t.Guarantee
+// borrowing reports whether v's team holds more than its guarantee.
+func borrowing(c *cycle, v *Job) bool {
+	return borrowingAt(c, c.teamPos(v))
+}
+
+// borrowingAt is borrowing for the team at position p of the input
+// (none: -1).
+func borrowingAt(c *cycle, p int) bool {
+	return p >= 0 && c.use[p] > c.in.Teams[p].Guarantee
 }
 
 // shareFunc returns the fairness key of a team (lower goes first).
 //   - FairShare: a team below its guarantee goes first (key below 0, the
 //     further below the sooner); above it, GPU held over weight.
 //   - DRF: the team's dominant share of GPU, CPU and memory over weight.
-func (s *Scheduler) shareFunc(c *cycle) func(team string) float64 {
+func (s *Scheduler) shareFunc(c *cycle) func(j *Job) float64 {
 	switch s.cfg.Order {
 	case FairShare:
-		return func(team string) float64 {
-			t, ok := c.teams[team]
-			if !ok {
+		return func(j *Job) float64 {
+			p := c.teamPos(j)
+			if p < 0 {
 				return 0
 			}
-			used := float64(c.usage[team])
+			t := &c.in.Teams[p]
+			used := float64(c.use[p])
 			if t.Guarantee > 0 && used < float64(t.Guarantee) {
 				return used/float64(t.Guarantee) - 1
 			}
@@ -137,10 +146,10 @@ func (s *Scheduler) shareFunc(c *cycle) func(team string) float64 {
 	case DRF:
 		return s.drfShare(c)
 	}
-	return func(string) float64 { return 0 }
+	return func(*Job) float64 { return 0 }
 }
 
-func (s *Scheduler) drfShare(c *cycle) func(team string) float64 {
+func (s *Scheduler) drfShare(c *cycle) func(j *Job) float64 {
 	var totGPU, totCPU, totMem float64
 	st := c.in.Cluster
 	for i := 0; i < st.Len(); i++ {
@@ -158,9 +167,10 @@ func (s *Scheduler) drfShare(c *cycle) func(team string) float64 {
 			}
 		}
 	}
-	return func(team string) float64 {
-		dom := max(float64(c.usage[team])/totGPU, cpu[team]/totCPU, mem[team]/totMem)
-		if t, ok := c.teams[team]; ok && t.Weight > 0 {
+	return func(j *Job) float64 {
+		team := j.Spec.Team
+		dom := max(float64(c.usageOf(j))/totGPU, cpu[team]/totCPU, mem[team]/totMem)
+		if t := c.teamOf(j); t != nil && t.Weight > 0 {
 			dom /= t.Weight
 		}
 		return dom
