@@ -140,9 +140,9 @@ func (s *Scheduler) Config() Config { return s.cfg }
 
 // cycle is the working state of one Cycle call.
 type cycle struct {
-	sch   *Scheduler
-	in    Input
-	st    *cluster.State // the plan so far, on a clone
+	sch *Scheduler
+	in  Input
+	st  *cluster.State // the plan so far, on a clone
 	// use is the GPU milli each team of the input holds, by its position
 	// there (teamPos); useOther the same for teams not in the input. (A
 	// map by name was a twentieth of a week-1000 run: the backlog asks
