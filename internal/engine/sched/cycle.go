@@ -93,6 +93,18 @@ type Scheduler struct {
 	// every node.
 	capacity    *workload.Capacity
 	capacityFor *cluster.NodeSet
+	// orderKeys and orderOut are order's arrays, reused from cycle to
+	// cycle: a backlog's were an eighth of what a week-1000 run allocates.
+	orderKeys []orderKey
+	orderOut  []*Job
+}
+
+// orderKey is a pending job with its keys in the cycle's order.
+type orderKey struct {
+	j      *Job
+	within bool
+	holds  bool
+	share  float64
 }
 
 // capacityOf returns engine.CapacityOf(st), cached while the nodes stay
@@ -166,14 +178,18 @@ type cycle struct {
 	// ownerOf maps each placed task to its job (migrate.go).
 	moved   bool
 	ownerOf map[moveRef]taskOf
-	pinned  map[string]bool // nodes with MIG work that cannot move: pinnedSliceNodes
+	// pinned is the nodes with MIG work that cannot move
+	// (pinnedSliceNodes), once pinnedOK.
+	pinned   map[string]bool
+	pinnedOK bool
 	// idleMIG lists the nodes with an idle MIG GPU migOffFor could turn
 	// whole (anyIdleMIG), until the plan changes.
 	idleMIG   []int
 	idleMIGOK bool
 	// endsBy[i] is when the last running job on node i (by position in
 	// the input's cluster) is expected to end, endUnknown[i] whether one
-	// has no estimate: a reservation's ready time (readyAt).
+	// has no estimate: a reservation's ready time (readyAt). Nil until
+	// ends computes them.
 	endsBy     []time.Duration
 	endUnknown []bool
 	// lowest is the lowest class each team runs (mayPreempt), computed
@@ -267,6 +283,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 			count(j, -1)
 		}
 	}
+	clear(pending) // order's array, kept for the next cycle
 	s.warm(c)
 	return c.d
 }
@@ -283,7 +300,6 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// cycle (Kubernetes does) indexes each job again every cycle.
 	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
 	c.use = make([]int64, len(in.Teams))
-	c.endsBy, c.endUnknown = make([]time.Duration, in.Cluster.Len()), make([]bool, in.Cluster.Len())
 	for _, j := range in.Jobs {
 		e := &j.held
 		if e.owner != s {
@@ -311,23 +327,6 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			}
 		}
 		e.seen = s.cycles
-		if j.Phase != Pending {
-			if s.cfg.GroupPinned && j.Spec.Class != workload.Production && e.milli > 0 && e.slices {
-				if c.pinned == nil {
-					c.pinned = map[string]bool{}
-				}
-				for _, i := range e.nodes {
-					c.pinned[in.Cluster.Node(i).Name] = true
-				}
-			}
-			for _, i := range e.nodes {
-				if j.Estimate == 0 {
-					c.endUnknown[i] = true
-				} else {
-					c.endsBy[i] = max(c.endsBy[i], j.Started+j.Estimate)
-				}
-			}
-		}
 		// The team's position in the input, which the entry remembers:
 		// sums and counts per team by position, not through a map
 		// updated for each of thousands of jobs.
@@ -371,6 +370,50 @@ func (c *cycle) heldOf(j *Job) int64 {
 		return e.milli
 	}
 	return 0
+}
+
+// ends computes endsBy and endUnknown, once a cycle, from the input's
+// running jobs (the plan's starts are not in it: they have no estimate
+// to run by yet). Only a reservation asks (readyAt): computed in every
+// snapshot, they were a twentieth of a week-1000 run.
+func (c *cycle) ends() {
+	if c.endsBy != nil {
+		return
+	}
+	c.endsBy, c.endUnknown = make([]time.Duration, c.in.Cluster.Len()), make([]bool, c.in.Cluster.Len())
+	for _, j := range c.in.Jobs {
+		if j.Phase == Pending {
+			continue
+		}
+		for _, i := range j.held.nodes {
+			if j.Estimate == 0 {
+				c.endUnknown[i] = true
+			} else {
+				c.endsBy[i] = max(c.endsBy[i], j.Started+j.Estimate)
+			}
+		}
+	}
+}
+
+// pinnedNodes is c.pinned, computed once a cycle when first asked
+// (pinnedSliceNodes): the nodes where running work other than
+// production holds MIG instances.
+func (c *cycle) pinnedNodes() map[string]bool {
+	if c.pinnedOK {
+		return c.pinned
+	}
+	c.pinnedOK = true
+	for _, j := range c.in.Jobs {
+		if e := &j.held; j.Phase != Pending && j.Spec.Class != workload.Production && e.milli > 0 && e.slices {
+			if c.pinned == nil {
+				c.pinned = map[string]bool{}
+			}
+			for _, i := range e.nodes {
+				c.pinned[c.in.Cluster.Node(i).Name] = true
+			}
+		}
+	}
+	return c.pinned
 }
 
 // teamPos is the position of j's team in the input, -1 when it is not
@@ -741,7 +784,7 @@ func (s *Scheduler) pinnedSliceNodes(c *cycle, j *Job, reqs []*engine.Request) m
 	if k := reqs[0].Kind; k != workload.MIGProfile && (k != workload.MemoryProfile || !s.cfg.MIG) {
 		return nil
 	}
-	return c.pinned
+	return c.pinnedNodes()
 }
 
 // onSlices says whether a task of j holds a MIG instance.
@@ -1042,17 +1085,11 @@ func (s *Scheduler) clearOnClaim(c *cycle, j *Job) {
 // MIG instances they had just left (seed 75 at 384,050 s: a pretraining
 // gang evicted twice and started after 125 s).
 func (s *Scheduler) order(c *cycle) []*Job {
-	type keyed struct {
-		j      *Job
-		within bool
-		holds  bool
-		share  float64
-	}
-	var ks []keyed
+	ks := s.orderKeys[:0]
 	share := s.shareFunc(c)
 	for _, j := range c.in.Jobs {
 		if j.Phase == Pending {
-			k := keyed{j: j}
+			k := orderKey{j: j}
 			if s.cfg.Order != FIFO {
 				k.share = share(j)
 			}
@@ -1066,7 +1103,7 @@ func (s *Scheduler) order(c *cycle) []*Job {
 	}
 	// slices, not sort: sort.SliceStable's reflection swapper was a
 	// twentieth of a week-1000 run.
-	slices.SortStableFunc(ks, func(x, y keyed) int {
+	slices.SortStableFunc(ks, func(x, y orderKey) int {
 		if x.within != y.within {
 			return before(x.within)
 		}
@@ -1084,10 +1121,14 @@ func (s *Scheduler) order(c *cycle) []*Job {
 		}
 		return strings.Compare(x.j.ID(), y.j.ID())
 	})
-	pending := make([]*Job, len(ks))
+	pending := s.orderOut[:0]
 	for i := range ks {
-		pending[i] = ks[i].j
+		pending = append(pending, ks[i].j)
 	}
+	// Kept for the next cycle, cleared so that they keep no job alive
+	// (Cycle clears pending after its loop).
+	clear(ks)
+	s.orderKeys, s.orderOut = ks[:0], pending
 	return pending
 }
 

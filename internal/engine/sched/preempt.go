@@ -53,11 +53,7 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 	// The answer depends on j only by team, class and standing, and on the
 	// plan by what each team holds: it is kept until the plan changes (a
 	// backlog of thousands asked it each cycle).
-	pos := c.teamPos(j)
-	key := mayKey{pos, "", j.Spec.Class, within}
-	if pos < 0 {
-		key.team = j.Spec.Team
-	}
+	key := mayKey{c.teamPos(j), j.Spec.Class, within}
 	if may, ok := c.mayMemo[key]; ok {
 		return may
 	}
@@ -75,6 +71,9 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 			break
 		}
 	}
+	if key.pos < 0 {
+		return may // a team not in the input: the position does not tell it from another
+	}
 	if c.mayMemo == nil {
 		c.mayMemo = map[mayKey]bool{}
 	}
@@ -83,8 +82,7 @@ func (s *Scheduler) mayPreempt(c *cycle, j *Job) bool {
 }
 
 type mayKey struct {
-	pos    int    // the team's position in the input
-	team   string // its name, only when it is not there
+	pos    int // the team's position in the input
 	class  workload.Class
 	within bool
 }
