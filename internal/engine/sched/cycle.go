@@ -188,8 +188,7 @@ type cycle struct {
 	idleMIGOK bool
 	// endsBy[i] is when the last running job on node i (by position in
 	// the input's cluster) is expected to end, endUnknown[i] whether one
-	// has no estimate: a reservation's ready time (readyAt). Nil until
-	// ends computes them.
+	// has no estimate: a reservation's ready time (readyAt).
 	endsBy     []time.Duration
 	endUnknown []bool
 	// lowest is the lowest class each team runs (mayPreempt), computed
@@ -300,6 +299,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// cycle (Kubernetes does) indexes each job again every cycle.
 	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
 	c.use = make([]int64, len(in.Teams))
+	c.endsBy, c.endUnknown = make([]time.Duration, in.Cluster.Len()), make([]bool, in.Cluster.Len())
 	for _, j := range in.Jobs {
 		e := &j.held
 		if e.owner != s {
@@ -327,6 +327,18 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 			}
 		}
 		e.seen = s.cycles
+		if j.Phase != Pending {
+			// Read here, with the rest of the job, rather than when a
+			// reservation asks (readyAt): it asks in most cycles of a
+			// backlog, and a second pass over the jobs cost more.
+			for _, i := range e.nodes {
+				if j.Estimate == 0 {
+					c.endUnknown[i] = true
+				} else {
+					c.endsBy[i] = max(c.endsBy[i], j.Started+j.Estimate)
+				}
+			}
+		}
 		// The team's position in the input, which the entry remembers:
 		// sums and counts per team by position, not through a map
 		// updated for each of thousands of jobs.
@@ -370,29 +382,6 @@ func (c *cycle) heldOf(j *Job) int64 {
 		return e.milli
 	}
 	return 0
-}
-
-// ends computes endsBy and endUnknown, once a cycle, from the input's
-// running jobs (the plan's starts are not in it: they have no estimate
-// to run by yet). Only a reservation asks (readyAt): computed in every
-// snapshot, they were a twentieth of a week-1000 run.
-func (c *cycle) ends() {
-	if c.endsBy != nil {
-		return
-	}
-	c.endsBy, c.endUnknown = make([]time.Duration, c.in.Cluster.Len()), make([]bool, c.in.Cluster.Len())
-	for _, j := range c.in.Jobs {
-		if j.Phase == Pending {
-			continue
-		}
-		for _, i := range j.held.nodes {
-			if j.Estimate == 0 {
-				c.endUnknown[i] = true
-			} else {
-				c.endsBy[i] = max(c.endsBy[i], j.Started+j.Estimate)
-			}
-		}
-	}
 }
 
 // pinnedNodes is c.pinned, computed once a cycle when first asked

@@ -43,7 +43,7 @@ func (s *Scheduler) refreshReservation(c *cycle) {
 // readyAt is the latest declared end of the running work on nodes, or 0
 // when some of it has no estimate.
 func (s *Scheduler) readyAt(c *cycle, nodes map[string]bool) time.Duration {
-	c.ends()
+	// From what snapshot gathered per node while it read every job.
 	var ready time.Duration
 	for name := range nodes {
 		i, ok := c.in.Cluster.Lookup(name)
