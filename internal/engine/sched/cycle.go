@@ -454,9 +454,9 @@ type heldEntry struct {
 	// small holds placed for jobs of up to four tasks (most services):
 	// compared every cycle, in the entry it costs one memory read the
 	// fewer (samePlacement was a twentieth of a week-1000 run).
-	small [4]*cluster.Assignment
-	set    *cluster.NodeSet      // the node set nodes index
-	seen   int                   // the last cycle whose input had the job
+	small  [4]*cluster.Assignment
+	set    *cluster.NodeSet // the node set nodes index
+	seen   int              // the last cycle whose input had the job
 	milli  int64
 	nodes  []int // the nodes the job holds, by position in the cluster
 	team   int   // the job's team's position in the input (-1: none), when last seen
