@@ -406,9 +406,9 @@ func (c *cycle) pinnedNodes() map[string]bool {
 }
 
 // teamPos is the position of j's team in the input, -1 when it is not
-// there: the snapshot's entry remembers it.
+// there: the snapshot's entry remembers it for every job of the input.
 func (c *cycle) teamPos(j *Job) int {
-	if e := &j.held; e.owner == c.sch {
+	if e := &j.held; e.owner == c.sch && e.seen == c.sch.cycles {
 		return e.team
 	}
 	return c.posOf(j.Spec.Team)
