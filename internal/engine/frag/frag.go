@@ -9,6 +9,7 @@
 package frag
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -204,46 +205,66 @@ func (d *Distribution) nodeOver(model string, cpuLeft, memLeft int64, left []int
 		return 0
 	}
 	acc := d.accessible(model)
-	var buf [16]float64
-	q := buf[:0]
-	for range left {
+	// GPUs with the same milli left have the same q: it is summed once
+	// per distinct value (a node's GPUs are mostly full, free or alike,
+	// and the typical mix of a list with GPU models has dozens of
+	// shapes; per GPU, this loop was half of a fill run's time).
+	var valBuf, countBuf, ofBuf [16]int
+	vals, count, of := valBuf[:0], countBuf[:0], ofBuf[:0]
+	for _, l := range left {
+		k := slices.Index(vals, l)
+		if k < 0 {
+			k = len(vals)
+			vals, count = append(vals, l), append(count, 0)
+		}
+		count[k]++
+		of = append(of, k)
+	}
+	var qBuf [16]float64
+	q := qBuf[:0]
+	for range vals {
 		q = append(q, 0)
 	}
 	for i := range d.Pods {
 		t := &d.Pods[i]
 		if t.Milli == 0 || !acc[i] {
-			for j := range q {
-				q[j] += t.P
+			for k := range q {
+				q[k] += t.P
 			}
 			continue
 		}
 		fit := 0
-		for _, l := range left {
-			if l >= t.Milli {
-				fit++
+		for k, v := range vals {
+			if v >= t.Milli {
+				fit += count[k]
 			}
 		}
 		nodeFits := fit >= t.Num && cpuLeft >= t.CPUMilli && memLeft >= t.MemMiB
-		for j, l := range left {
-			if !nodeFits || l < t.Milli {
-				q[j] += t.P
+		for k, v := range vals {
+			if !nodeFits || v < t.Milli {
+				q[k] += t.P
 			}
 		}
+	}
+	var pBuf [16]float64
+	p := pBuf[:0]
+	for k, v := range vals {
+		n := h
+		if v < len(rooms) {
+			n = rooms[v]
+		}
+		pk := 1.0
+		for range n {
+			pk *= q[k]
+		}
+		p = append(p, pk)
 	}
 	f := 0.0
 	for j, l := range left {
 		if l == 0 {
 			continue
 		}
-		n := h
-		if l < len(rooms) {
-			n = rooms[l]
-		}
-		p := 1.0
-		for range n {
-			p *= q[j]
-		}
-		f += float64(l) * p
+		f += float64(l) * p[of[j]]
 	}
 	return f
 }
