@@ -209,8 +209,8 @@ func (d *Distribution) nodeOver(model string, cpuLeft, memLeft int64, left []int
 	// per distinct value (a node's GPUs are mostly full, free or alike,
 	// and the typical mix of a list with GPU models has dozens of
 	// shapes; per GPU, this loop was half of a fill run's time).
-	var valBuf, countBuf, ofBuf [16]int
-	vals, count, of := valBuf[:0], countBuf[:0], ofBuf[:0]
+	var valBuf, countBuf [16]int
+	vals, count := valBuf[:0], countBuf[:0]
 	for _, l := range left {
 		k := slices.Index(vals, l)
 		if k < 0 {
@@ -218,7 +218,6 @@ func (d *Distribution) nodeOver(model string, cpuLeft, memLeft int64, left []int
 			vals, count = append(vals, l), append(count, 0)
 		}
 		count[k]++
-		of = append(of, k)
 	}
 	var qBuf [16]float64
 	q := qBuf[:0]
@@ -259,14 +258,27 @@ func (d *Distribution) nodeOver(model string, cpuLeft, memLeft int64, left []int
 		}
 		p = append(p, pk)
 	}
+	// Summed by value, in ascending order, so that the result depends on
+	// the GPUs' values and not on their order: a share's trial on each of
+	// a node's GPUs with the same room then scores the same, and only the
+	// first is computed (fragScorer.Score).
 	f := 0.0
-	for j, l := range left {
-		if l == 0 {
-			continue
+	last := 0
+	for {
+		k := -1
+		for x, v := range vals {
+			if v > last && (k < 0 || v < vals[k]) {
+				k = x
+			}
 		}
-		f += float64(l) * p[of[j]]
+		if k < 0 {
+			return f
+		}
+		last = vals[k]
+		for range count[k] {
+			f += float64(vals[k]) * p[k]
+		}
 	}
-	return f
 }
 
 // WithoutMemory returns the shapes with memory cleared, the paper's view.

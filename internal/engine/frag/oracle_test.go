@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -271,6 +272,33 @@ func TestNodeOverRoomsPerRoom(t *testing.T) {
 			}
 			if got, want := d.NodeOverRooms(n.model, n.cpu, n.mem, n.gpuLeft, h, rooms[:1]), d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, h); !near(got, want) {
 				t.Fatalf("seed %d: NodeOverRooms(%s, %d, table for room 0 only) = %v, NodeOver %v", seed, n, h, got, want)
+			}
+		}
+	}
+}
+
+// TestNodeMeasuresDependOnTheRoomsNotTheirOrder: Node and NodeOver give
+// exactly the same value, not merely a near one, for any order of the
+// same GPUs. fragScorer.Score relies on it: a share is tried on only the
+// first of a node's GPUs with the same room, and the others would score
+// the same.
+func TestNodeMeasuresDependOnTheRoomsNotTheirOrder(t *testing.T) {
+	for seed := int64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		d := frag.Typicals(randomShapes(rng, 5+rng.Intn(100)), frag.DefaultThreshold, canonical)
+		for k := 0; k < 50; k++ {
+			n := randomNode(rng)
+			h := 1 + rng.Intn(20)
+			node, over := d.Node(n.model, n.cpu, n.mem, n.gpuLeft), d.NodeOver(n.model, n.cpu, n.mem, n.gpuLeft, h)
+			for range 5 {
+				p := slices.Clone(n.gpuLeft)
+				rng.Shuffle(len(p), func(i, j int) { p[i], p[j] = p[j], p[i] })
+				if got := d.Node(n.model, n.cpu, n.mem, p); got != node {
+					t.Fatalf("seed %d: Node(%v) = %v, but %v for %v", seed, p, got, node, n.gpuLeft)
+				}
+				if got := d.NodeOver(n.model, n.cpu, n.mem, p, h); got != over {
+					t.Fatalf("seed %d: NodeOver(%v, %d) = %v, but %v for %v", seed, p, h, got, over, n.gpuLeft)
+				}
 			}
 		}
 	}

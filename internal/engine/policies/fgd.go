@@ -73,6 +73,12 @@ func (s *fragScorer) Score(n *cluster.Node, r *engine.Request) (int64, engine.Hi
 		if l < milli || !r.AllowsModel(n.GPUs[i].Model) {
 			continue
 		}
+		if tried(left[:i], l, n, r) {
+			// The same room as a GPU tried before: the node's GPUs then
+			// hold the same values, which the fragment depends on, not
+			// their order; that GPU keeps the hint.
+			continue
+		}
 		after[i] = l - milli
 		sc := s.rate(before, s.node(model, cpu, mem, after))
 		after[i] = l
@@ -110,4 +116,15 @@ func takeFree(left []int, k int) {
 			k--
 		}
 	}
+}
+
+// tried says whether a GPU of left (those before the one tried now) with
+// l milli left was tried for r: one of a model r may use.
+func tried(left []int, l int, n *cluster.Node, r *engine.Request) bool {
+	for j, x := range left {
+		if x == l && r.AllowsModel(n.GPUs[j].Model) {
+			return true
+		}
+	}
+	return false
 }
