@@ -37,7 +37,9 @@ type fragScorer struct {
 	name string
 	typ  *frag.Distribution
 	rate func(before, after float64) int64
-	// measure is the node fragment: typ.Node (FGD) when nil.
+	// measure is the node fragment: typ.Node (FGD) when nil. Like
+	// typ.Node, it must depend on the GPUs' rooms and not on their order:
+	// Score tries a share on one GPU per distinct room.
 	measure func(model string, cpuLeft, memLeft int64, left []int) float64
 }
 
