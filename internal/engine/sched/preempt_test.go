@@ -897,3 +897,35 @@ func TestAClaimClearsANodeWhoseGPUsAreAllMIG(t *testing.T) {
 		t.Errorf("victims %v, want the sixteen replicas (tune waits %q)", victimsOf(d), reasonOf(d, "tune"))
 	}
 }
+
+// TestWorkOfATeamNotConfiguredIsEvictedOnlyForProduction: a team with no
+// Team entry has no guarantee, so it never borrows and nothing reclaims
+// from it; only production within its own team's guarantee evicts its
+// lower-class work. (The cycle counts such a team's usage apart from the
+// configured teams', which it counts by position.)
+func TestWorkOfATeamNotConfiguredIsEvictedOnlyForProduction(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending *jobBuilder
+		evicts  bool
+	}{
+		{"best-effort within its guarantee waits", job("notebook").team("a").bestEffort().gpus(1), false},
+		{"batch within its guarantee waits", job("train").team("a").gpus(1), false},
+		{"production within its guarantee evicts", job("serve").team("a").production().gpus(1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(4).burst(8))
+			w.running(job("ghost-work").team("ghost").bestEffort().gpus(8), 0, 0, "n1:0,1,2,3,4,5,6,7")
+			w.submit(tc.pending)
+			d := w.decide()
+			got := victimsOf(d)
+			if tc.evicts && !reflect.DeepEqual(got, []string{"ghost-work"}) {
+				t.Fatalf("evicted %v, want [ghost-work]; %s waits: %q", got, tc.pending.spec.ID, reasonOf(d, tc.pending.spec.ID))
+			}
+			if !tc.evicts && len(got) != 0 {
+				t.Fatalf("evicted %v for %s, want nothing", got, tc.pending.spec.ID)
+			}
+		})
+	}
+}
