@@ -343,7 +343,7 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 		// sums and counts per team by position, not through a map
 		// updated for each of thousands of jobs.
 		if t := e.team; t < 0 || t >= len(in.Teams) || in.Teams[t].Name != j.Spec.Team {
-			e.team = slices.IndexFunc(in.Teams, func(x Team) bool { return x.Name == j.Spec.Team })
+			e.team = c.posOf(j.Spec.Team)
 		}
 		if e.milli > 0 {
 			if e.team >= 0 {

@@ -156,7 +156,7 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if !borrowingAt(c, vp) {
 		return lower && j.Spec.Class == workload.Production && withinGuarantee(c, j)
 	}
-	keepsGuarantee := c.use[vp]-c.heldOf(v) >= c.in.Teams[vp].Guarantee
+	keepsGuarantee := !straddles(c, v)
 	if lower && (keepsGuarantee || j.Spec.Class == workload.Production && withinGuarantee(c, j)) {
 		return true
 	}
@@ -203,8 +203,8 @@ func keepsGuarantees(c *cycle, j *Job, victims []*Job) bool {
 // straddles says whether evicting v would take its team below its
 // guarantee.
 func straddles(c *cycle, v *Job) bool {
-	t := c.teamOf(v)
-	return t != nil && c.usageOf(v)-c.heldOf(v) < t.Guarantee
+	p := c.teamPos(v)
+	return p >= 0 && c.use[p]-c.heldOf(v) < c.in.Teams[p].Guarantee
 }
 
 // victimOrder sorts cands in the order victims are taken, losing the
