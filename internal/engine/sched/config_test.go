@@ -12,7 +12,7 @@ func TestPresetSetsTheFlagsOfEachScheduler(t *testing.T) {
 	type flags struct {
 		Gangs, ClassOrder, Borrow, Preempt, MIG, Reserve bool
 		Order                                            Order
-		ReconfigCooldown, ReserveAfter                   time.Duration
+		ReconfigCooldown, ClaimCooldown, ReserveAfter    time.Duration
 	}
 	tests := []struct {
 		name string
@@ -21,7 +21,7 @@ func TestPresetSetsTheFlagsOfEachScheduler(t *testing.T) {
 		{"naive", flags{Order: FIFO}},
 		{"gang-drf", flags{Gangs: true, ClassOrder: true, Borrow: true, Preempt: true, Order: DRF}},
 		{"partita", flags{Gangs: true, ClassOrder: true, Borrow: true, Preempt: true, MIG: true, Reserve: true,
-			Order: FairShare, ReconfigCooldown: 10 * time.Minute, ReserveAfter: 10 * time.Minute}},
+			Order: FairShare, ReconfigCooldown: 10 * time.Minute, ClaimCooldown: time.Minute, ReserveAfter: 10 * time.Minute}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+" has its documented flags", func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestPresetSetsTheFlagsOfEachScheduler(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Preset(%q): %v", tc.name, err)
 			}
-			got := flags{c.Gangs, c.ClassOrder, c.Borrow, c.Preempt, c.MIG, c.Reserve, c.Order, c.ReconfigCooldown, c.ReserveAfter}
+			got := flags{c.Gangs, c.ClassOrder, c.Borrow, c.Preempt, c.MIG, c.Reserve, c.Order, c.ReconfigCooldown, c.ClaimCooldown, c.ReserveAfter}
 			if got != tc.want {
 				t.Errorf("Preset(%q) flags = %+v, want %+v", tc.name, got, tc.want)
 			}

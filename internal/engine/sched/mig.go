@@ -155,8 +155,13 @@ func (s *Scheduler) changeUnderWay(c *cycle, job string) bool {
 }
 
 func (s *Scheduler) cooled(c *cycle, node string, index int) bool {
+	return s.cooledFor(c, node, index, s.cfg.ReconfigCooldown)
+}
+
+// cooledFor is cooled with another cooldown.
+func (s *Scheduler) cooledFor(c *cycle, node string, index int, cooldown time.Duration) bool {
 	last, ok := s.lastChange[gpuRef{node, index}]
-	return !ok || c.in.Now-last >= s.cfg.ReconfigCooldown
+	return !ok || c.in.Now-last >= cooldown
 }
 
 // profileFor returns the MIG profile r takes on GPUs of model m, or nil.
@@ -193,6 +198,10 @@ func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*clus
 		return true
 	}
 	var opts []migOption
+	cool := s.cfg.ReconfigCooldown
+	if s.cfg.ClaimCooldown > 0 && j.Spec.Class == workload.Production && withinGuarantee(c, j) {
+		cool = min(cool, s.cfg.ClaimCooldown)
+	}
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
 		if r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() || where != nil && !where(n) {
@@ -202,7 +211,7 @@ func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*clus
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
 			p := profileFor(r, g.Model)
-			if p == nil || g.Cordoned() || !s.cooled(c, n.Name, k) {
+			if p == nil || g.Cordoned() || !s.cooledFor(c, n.Name, k, cool) {
 				continue
 			}
 			if o, ok := regionFor(n, g, p, migGPUs); ok {

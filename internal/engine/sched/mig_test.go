@@ -157,6 +157,49 @@ func TestAGPUChangesAtMostOncePerCooldown(t *testing.T) {
 	}
 }
 
+func TestProductionOwedItsSliceWaitsAMinuteNotTheCooldown(t *testing.T) {
+	// One H100 turned to MIG at t=0 for two 2g.20gb services; at t=1m
+	// they start and the warm pool adds instances in the free space (the
+	// GPU's last change). One service ends, and a 3g.40gb service comes:
+	// the free region must be re-partitioned. Within its team's guarantee
+	// it may be once a minute has passed since the last change
+	// (ClaimCooldown); beyond the guarantee, or with no claim cooldown,
+	// only once the GPU's ten have.
+	for _, tc := range []struct {
+		name      string
+		guarantee int64
+		claim     time.Duration
+		at        time.Duration // when chat's change comes
+	}{
+		{"within its guarantee", 4, time.Minute, 2 * time.Minute},
+		{"beyond its guarantee", 0, time.Minute, 11 * time.Minute},
+		{"without a claim cooldown", 4, 0, 11 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(1, "H100-80GB").build()
+			sch := newScheduler(t, "partita", st, func(c *Config) { c.ClaimCooldown = tc.claim })
+			w := newWorld(t, st, sch, team("ads").guarantee(tc.guarantee).burst(8))
+			w.submit(job("first").team("ads").production().migProfile("2g.20gb"), job("second").team("ads").production().migProfile("2g.20gb"))
+			if d := w.cycle(); len(d.Reconfigs) != 1 {
+				t.Fatalf("t=0: reconfigs %+v, want one", d.Reconfigs)
+			}
+			if d := w.at(time.Minute).uncordonAll().cycle(); len(startsOf(d, "first")) != 1 || len(startsOf(d, "second")) != 1 {
+				t.Fatalf("t=1m: first %q, second %q, want both started", reasonOf(d, "first"), reasonOf(d, "second"))
+			}
+			w.uncordonAll().finish("first")
+
+			w.at(90 * time.Second).submit(job("chat").team("ads").production().migProfile("3g.40gb").submitted(90 * time.Second))
+			for _, now := range []time.Duration{90 * time.Second, tc.at - time.Second, tc.at} {
+				d := w.at(now).cycle()
+				want := now == tc.at
+				if got := len(d.Reconfigs) == 1 && d.Reconfigs[0].For == "chat"; got != want || len(d.Reconfigs) > 1 {
+					t.Errorf("t=%v: reconfigs %+v (chat waits %q), want a change for chat: %v", now, d.Reconfigs, reasonOf(d, "chat"), want)
+				}
+			}
+		})
+	}
+}
+
 func TestWholeGPUDemandTurnsIdleMIGGPUsOff(t *testing.T) {
 	// n1: 4 MIG GPUs, all idle. n2: GPU 0 MIG and idle, GPUs 1-3 whole and
 	// busy. A 1-GPU task turns MIG off where there are fewest MIG GPUs: n2.
