@@ -158,6 +158,16 @@ func (s *Scheduler) cooled(c *cycle, node string, index int) bool {
 	return s.cooledFor(c, node, index, s.cfg.ReconfigCooldown)
 }
 
+// changeCooldown is the cooldown a change for j waits out: ClaimCooldown
+// for production within its team's guarantee, ReconfigCooldown for the
+// rest.
+func (s *Scheduler) changeCooldown(c *cycle, j *Job) time.Duration {
+	if s.cfg.ClaimCooldown > 0 && j.Spec.Class == workload.Production && withinGuarantee(c, j) {
+		return min(s.cfg.ReconfigCooldown, s.cfg.ClaimCooldown)
+	}
+	return s.cfg.ReconfigCooldown
+}
+
 // cooledFor is cooled with another cooldown.
 func (s *Scheduler) cooledFor(c *cycle, node string, index int, cooldown time.Duration) bool {
 	last, ok := s.lastChange[gpuRef{node, index}]
@@ -198,10 +208,7 @@ func (s *Scheduler) migFor(c *cycle, j *Job, r *engine.Request, where func(*clus
 		return true
 	}
 	var opts []migOption
-	cool := s.cfg.ReconfigCooldown
-	if s.cfg.ClaimCooldown > 0 && j.Spec.Class == workload.Production && withinGuarantee(c, j) {
-		cool = min(cool, s.cfg.ClaimCooldown)
-	}
+	cool := s.changeCooldown(c, j)
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
 		if r.CPUMilli > n.CPUFree() || r.MemMiB > n.MemFree() || where != nil && !where(n) {

@@ -682,7 +682,7 @@ func (s *Scheduler) roomElsewhere(c *cycle, st *cluster.State, j *Job, reqs []*e
 	for _, r := range reqs {
 		need += int64(r.Count) * 1000
 	}
-	vs, _ := s.cheapestNode(c, st, reqs, need, cands, where)
+	vs, _ := s.cheapestNode(c, st, reqs, need, cands, where, 0)
 	return vs
 }
 

@@ -929,3 +929,41 @@ func TestWorkOfATeamNotConfiguredIsEvictedOnlyForProduction(t *testing.T) {
 		})
 	}
 }
+
+// TestAVictimsInstanceOfAnotherProfileCountsAsRoom: a service needs a
+// 1g.20gb where the only evictable work holds a 2g.20gb. Once that work
+// is gone its free instance is of the wrong profile, but repartition
+// replaces free instances: the search counts the room (clearFree) unless
+// the GPU changed within the claim's cooldown, when no change can come.
+func TestAVictimsInstanceOfAnotherProfileCountsAsRoom(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		changed time.Duration // since the GPU's last change; 0: never
+		evicts  bool
+	}{
+		{"a GPU never changed", 0, true},
+		{"a GPU changed two minutes ago", 2 * time.Minute, true},
+		{"a GPU changed 30 s ago", 30 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(1, "H100-80GB").layout("2g.20gb@0,2g.20gb@2,3g.40gb@4").build()
+			w := newWorld(t, st, newScheduler(t, "partita", st),
+				team("search").guarantee(4).burst(8), team("ads").guarantee(1).burst(8), team("research").burst(8)).at(hour)
+			w.runningSlice(job("notebook").team("research").bestEffort().migProfile("2g.20gb"), "n1:0:2g.20gb@0")
+			w.runningSlice(job("rerank").team("search").production().migProfile("2g.20gb"), "n1:0:2g.20gb@2")
+			w.runningSlice(job("chat").team("search").production().migProfile("3g.40gb"), "n1:0:3g.40gb@4")
+			if tc.changed > 0 {
+				w.sch.lastChange[gpuRef{node: "n1", index: 0}] = hour - tc.changed
+			}
+			w.submit(job("transcribe").team("ads").production().migProfile("1g.20gb").submitted(hour))
+			d := w.decide()
+			got := victimsOf(d)
+			if tc.evicts && !reflect.DeepEqual(got, []string{"notebook"}) {
+				t.Fatalf("evicted %v, want [notebook]; transcribe waits %q", got, reasonOf(d, "transcribe"))
+			}
+			if !tc.evicts && len(got) != 0 {
+				t.Fatalf("evicted %v, want nothing: no change can come within the cooldown", got)
+			}
+		})
+	}
+}
