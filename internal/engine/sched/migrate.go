@@ -195,7 +195,7 @@ func (s *Scheduler) wholeNodesOnly(c *cycle, reqs []*engine.Request) bool {
 func (s *Scheduler) migForMoves(c *cycle, st *cluster.State, r *engine.Request, allowed func(*cluster.Node) bool, j *Job, done int, gone map[*Job]bool) bool {
 	trial := st.Clone()
 	s.convertIdle(c, trial, "")
-	reshaped := s.dropFree(c, trial)
+	reshaped := s.dropFree(c, trial, "", s.cfg.ReconfigCooldown)
 	moves, _, _, _, ok := s.cheapestMoves(c, trial, r, allowed, j, done, gone, false)
 	if !ok {
 		return false
@@ -247,22 +247,36 @@ func (s *Scheduler) migForMoves(c *cycle, st *cluster.State, r *engine.Request, 
 }
 
 // dropFree removes, in a trial state, the free instances of MIG GPUs that
-// a change may re-partition (not cordoned, out of their cooldown), and
-// returns those GPUs: a 3g.40gb replica to move finds no room where the
-// free space is cut into smaller instances (seed 16 of the default
-// scenario at 423,278 s: an owed 8-GPU fine-tune's five candidate nodes
-// each failed on a 3g.40gb replica, while free 2g.20gb and 1g instances
-// covered a 3g's place on other GPUs). The change replaces only free
-// instances; running ones stay, and so do the free instances the replicas
-// do not need (migForMoves; dropping them too, as the trial does, cost 9
-// more seeds' production p95 for the same number meeting every target).
-func (s *Scheduler) dropFree(c *cycle, st *cluster.State) map[gpuRef]bool {
-	out := map[gpuRef]bool{}
+// a change may re-partition (not cordoned, last changed at least cool
+// ago), on node or, when node is "", everywhere, and returns those GPUs
+// (nil when none). Two searches ask:
+//   - moves (migForMoves): a 3g.40gb replica to move finds no room where
+//     the free space is cut into smaller instances (seed 16 of the
+//     default scenario at 423,278 s: an owed 8-GPU fine-tune's five
+//     candidate nodes each failed on a 3g.40gb replica, while free
+//     2g.20gb and 1g instances covered a 3g's place on other GPUs). The
+//     change replaces only free instances; running ones stay, and so do
+//     the free instances the replicas do not need (dropping them too, as
+//     the trial does, cost 9 more seeds' production p95 for the same
+//     number meeting every target);
+//   - a MIG task's victim search (victims, cheapestNode): a victim's
+//     instance stays behind as a free instance of its own profile, which
+//     repartition (migFor) replaces once the victims are gone. Counted as
+//     no room, a 1g.20gb found no victim where a 2g.20gb or a 1g.10gb
+//     would leave, and ads' transcription service, within ads'
+//     guarantee, searched for 226 s (seed 17 at 72,441 s). Every target
+//     by the owed clock on seeds 1-576 / 577-1152: 394 / 395 (377 / 381;
+//     docs/mixed.md).
+func (s *Scheduler) dropFree(c *cycle, st *cluster.State, node string, cool time.Duration) map[gpuRef]bool {
+	var out map[gpuRef]bool
 	for i := 0; i < st.Len(); i++ {
 		n := st.Node(i)
+		if node != "" && n.Name != node {
+			continue
+		}
 		for k := range n.GPUs {
 			g := &n.GPUs[k]
-			if !g.MIG || g.Cordoned() || !s.cooled(c, n.Name, k) {
+			if !g.MIG || g.Cordoned() || !s.cooledFor(c, n.Name, k, cool) {
 				continue
 			}
 			used := usedLayout(g)
@@ -270,6 +284,9 @@ func (s *Scheduler) dropFree(c *cycle, st *cluster.State) map[gpuRef]bool {
 				continue
 			}
 			if st.SetLayout(n.Name, k, used) == nil {
+				if out == nil {
+					out = map[gpuRef]bool{}
+				}
 				out[gpuRef{n.Name, k}] = true
 			}
 		}

@@ -9,7 +9,6 @@ import (
 
 	"partita.dev/partita/internal/cluster"
 	"partita.dev/partita/internal/engine"
-	"partita.dev/partita/internal/gpu"
 	"partita.dev/partita/internal/workload"
 )
 
@@ -303,7 +302,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 	fitsIn := func(st *cluster.State) bool {
 		if convert {
 			s.convertIdle(c, st, "")
-			s.clearFree(c, s.changeCooldown(c, j), st, "")
+			s.dropFree(c, st, "", s.changeCooldown(c, j))
 		} else {
 			s.wholeIdle(c, st, "")
 			if !enoughWholeGPUs(st, reqs) {
@@ -697,7 +696,7 @@ func (s *Scheduler) victimsPerTask(c *cycle, j *Job, reqs []*engine.Request, can
 // candidates (victimCost, in their order of preference) makes reqs (need
 // GPU milli in all) fit on that one node. With relayout, a MIG task may
 // also fit once the free instances of MIG GPUs last changed at least that
-// long ago are re-partitioned (clearFree); 0: not.
+// long ago are re-partitioned (dropFree); 0: not.
 func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.Request, need int64, cands []*Job, where func(*cluster.Node) bool, relayout time.Duration) ([]*Job, string) {
 	onNode := map[string][]*Job{}
 	var nodes []string
@@ -752,7 +751,7 @@ func (s *Scheduler) cheapestNode(c *cycle, base *cluster.State, reqs []*engine.R
 				if changes = !s.fitsOn(trial, node, reqs, only); changes {
 					s.convertIdle(c, trial, n.Name)
 					if relayout > 0 && !s.fitsOn(trial, node, reqs, only) {
-						s.clearFree(c, relayout, trial, n.Name)
+						s.dropFree(c, trial, n.Name, relayout)
 					}
 				}
 			} else {
@@ -852,40 +851,4 @@ func onWholeGPUs(v *Job) bool {
 		}
 	}
 	return false
-}
-
-// clearFree drops, in a trial state, the free instances of the MIG GPUs
-// last changed at least cool ago, on node or, when node is "", everywhere:
-// once a MIG task's victims are gone, repartition (migFor) replaces them
-// by the task's profile. Without it a search counted a victim's freed
-// 1g.10gb as no room for a 1g.20gb, and ads' transcription service,
-// within ads' guarantee, found no victim for 226 s (seed 17 of the
-// default scenario at 72,441 s). Default scenario, every target by the
-// owed clock on seeds 1-576 / 577-1152: 394 / 395 (377 / 381;
-// docs/mixed.md).
-func (s *Scheduler) clearFree(c *cycle, cool time.Duration, st *cluster.State, node string) {
-	for i := 0; i < st.Len(); i++ {
-		n := st.Node(i)
-		if node != "" && n.Name != node {
-			continue
-		}
-		for k := range n.GPUs {
-			g := &n.GPUs[k]
-			if !g.MIG || g.Cordoned() || !s.cooledFor(c, n.Name, k, cool) {
-				continue
-			}
-			var busy gpu.Layout
-			free := false
-			for _, sl := range g.Slices() {
-				if sl.Task != "" {
-					busy = append(busy, sl.Placement)
-				} else {
-					free = true
-				}
-			}
-			if free {
-				_ = st.SetLayout(n.Name, k, busy)
-			}
-		}
-	}
 }

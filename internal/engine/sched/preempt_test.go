@@ -933,7 +933,7 @@ func TestWorkOfATeamNotConfiguredIsEvictedOnlyForProduction(t *testing.T) {
 // TestAVictimsInstanceOfAnotherProfileCountsAsRoom: a service needs a
 // 1g.20gb where the only evictable work holds a 2g.20gb. Once that work
 // is gone its free instance is of the wrong profile, but repartition
-// replaces free instances: the search counts the room (clearFree) unless
+// replaces free instances: the search counts the room (dropFree) unless
 // the GPU changed within the claim's cooldown, when no change can come.
 func TestAVictimsInstanceOfAnotherProfileCountsAsRoom(t *testing.T) {
 	for _, tc := range []struct {
