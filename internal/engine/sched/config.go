@@ -85,7 +85,9 @@ type Config struct {
 	ReconfigCooldown time.Duration
 	// ClaimCooldown, when not 0, replaces ReconfigCooldown for production
 	// within its team's guarantee re-partitioning a GPU for its instance
-	// (migFor): only the GPU's free instances change, and a service owed
+	// (migFor), and so for the free instances its victim search counts as
+	// room (dropFree; changeCooldown): only the GPU's free instances
+	// change, and a service owed
 	// its slice waited up to 10 minutes for the one GPU with room to
 	// come out of its cooldown (seed 22 of the default scenario at
 	// 208,521 s: ads' transcription service, 236 s). A minute: every
