@@ -533,12 +533,31 @@ func (s *Scheduler) cheapestMoves(c *cycle, st *cluster.State, r *engine.Request
 	// (511k); with all, 505k (472k), at 4-6 % more preemptions. The
 	// searches cost little even on week-1000 (below 1 % of a CPU profile):
 	// one runs a cycle, and a job whose search failed waits 15 s.
+	// A replica with no room, of a service j may evict anyway, is evicted
+	// instead once j has been owed a while (evictsStuck).
 	for _, cd := range cands {
-		if moves, extra, next, ok := s.tryMoves(c, st, r, cd.node, cd.tasks, cd.victims, j, victimsFirst); ok {
-			return moves, slices.Concat(cd.victims, extra), cd.node, next, true
+		tasks, victims := cd.tasks, cd.victims
+		for {
+			moves, extra, next, stuck := s.tryMoves(c, st, r, cd.node, tasks, victims, j, victimsFirst)
+			if next != nil {
+				return moves, slices.Concat(victims, extra), cd.node, next, true
+			}
+			if !s.evictsStuck(c, j, stuck) || len(victims) >= maxVictims {
+				break
+			}
+			tasks = slices.DeleteFunc(slices.Clone(tasks), func(t taskOf) bool { return t.job == stuck })
+			victims = append(slices.Clone(victims), stuck)
 		}
 	}
 	return nil, nil, "", nil, false
+}
+
+// evictsStuck says whether v, whose replica j's plan could not move for
+// want of room, is evicted instead: j has been owed for EvictStuckAfter
+// and may evict v anyway (borrowed work).
+func (s *Scheduler) evictsStuck(c *cycle, j, v *Job) bool {
+	return v != nil && s.cfg.EvictStuckAfter > 0 && s.owedFor(c, j, s.cfg.EvictStuckAfter) &&
+		s.eligible(c, j, v) && !preemptedThisCycle(c, v)
 }
 
 func holdsGPU(a cluster.Assignment, k int) bool {
@@ -572,12 +591,14 @@ func less3(a, b [3]int) bool {
 // tryMoves evicts victims and moves tasks off node on a copy of st, turns
 // the node's idle MIG GPUs whole and places r there. With victimsFirst,
 // the victims leave before the tasks find their new places, and every
-// idle GPU may be turned to MIG for them.
-func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, node string, tasks []taskOf, victims []*Job, j *Job, victimsFirst bool) ([]Migration, []*Job, *cluster.State, bool) {
+// idle GPU may be turned to MIG for them. next is nil when the plan
+// fails; stuck is then the job of the replica that found no room, if
+// that is why.
+func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, node string, tasks []taskOf, victims []*Job, j *Job, victimsFirst bool) (moves []Migration, extra []*Job, next *cluster.State, stuck *Job) {
 	trial := st.Clone()
 	for _, t := range tasks {
 		if _, err := trial.Release(node, t.job.Placed[t.task].Task); err != nil {
-			return nil, nil, nil, false
+			return nil, nil, nil, nil
 		}
 	}
 	if victimsFirst {
@@ -585,7 +606,7 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 		// MIG for the replicas (victimsFirst).
 		for _, v := range victims {
 			if release(trial, v) != nil {
-				return nil, nil, nil, false
+				return nil, nil, nil, nil
 			}
 		}
 		s.convertIdle(c, trial, "")
@@ -602,27 +623,28 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 	open := func(n *cluster.Node, where func(*cluster.Node) bool) bool {
 		return n.Name != node && (closed == nil || closed(n)) && (where == nil || where(n))
 	}
-	var moves []Migration
 	for _, t := range tasks {
 		req, err := s.placer.Request(t.job.Spec.Tasks[t.task])
 		if err != nil {
-			return nil, nil, nil, false
+			return nil, nil, nil, nil
 		}
 		where := s.widest(c, t.job)
 		a, err := s.placer.PlaceIn(trial, req, func(n *cluster.Node) bool { return open(n, where) })
-		if err != nil || trial.Allocate(a) != nil {
-			return nil, nil, nil, false
+		if err != nil {
+			return nil, nil, nil, t.job
+		}
+		if trial.Allocate(a) != nil {
+			return nil, nil, nil, nil
 		}
 		moves = append(moves, Migration{Job: t.job.ID(), Task: t.task, To: a, For: j.ID()})
 	}
 	for _, v := range victims {
 		if release(trial, v) != nil {
-			return nil, nil, nil, false
+			return nil, nil, nil, nil
 		}
 	}
 	// Work evicted only to be started again elsewhere must find room
 	// there, or its team loses what it is owed.
-	var extra []*Job
 	for _, v := range victims {
 		if s.eligible(c, j, v) {
 			continue
@@ -631,7 +653,7 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 		for i, t := range v.Spec.Tasks {
 			r, err := s.placer.Request(t)
 			if err != nil {
-				return nil, nil, nil, false
+				return nil, nil, nil, nil
 			}
 			reqs[i] = r
 		}
@@ -657,16 +679,16 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 			}
 		}
 		if err != nil {
-			return nil, nil, nil, false
+			return nil, nil, nil, nil
 		}
 		trial = next
 	}
 	s.wholeIdle(c, trial, node)
 	a, err := s.placer.PlaceIn(trial, r, func(n *cluster.Node) bool { return n.Name == node })
 	if err != nil || trial.Allocate(a) != nil {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil
 	}
-	return moves, extra, trial, true
+	return moves, extra, trial, nil
 }
 
 // roomElsewhere finds, for v, a one-task job that j relocates and that

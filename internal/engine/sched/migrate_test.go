@@ -801,3 +801,65 @@ func TestMovesFirstOnlyAsTheyCanBeMadeNow(t *testing.T) {
 		t.Fatalf("victims %v, want [b-train]; big waits %q", got, reasonOf(d, "big"))
 	}
 }
+
+// stuckWorld: n1's MIG GPU holds b's own replica (1g.10gb) and a's
+// 3g.40gb replica; n2's GPU is whole, held by c's 70B service; n3's MIG
+// GPU holds two of c's services with a 1g.10gb hole beside them. c is
+// within its guarantee. b is owed a whole GPU: only n1 can be freed, by
+// moving b's replica to n3's hole and a's replica, which fits nowhere,
+// out of the way. a borrows (no guarantee) unless aOwns.
+func stuckWorld(t *testing.T, aOwns bool, tweak ...func(*Config)) *world {
+	st := fleet(t).nodes(3).gpus(1, "H100-80GB").mig().build()
+	a := team("a").burst(2)
+	if aOwns {
+		a.guarantee(1)
+	}
+	w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+		a, team("b").guarantee(2).burst(2), team("c").guarantee(2).burst(2)).at(hour)
+	w.migOff("n2", 0)
+	w.runningSlice(job("own").team("b").production().migProfile("1g.10gb"), "n1:0:1g.10gb@6")
+	w.runningSlice(job("stuck").team("a").production().migProfile("3g.40gb"), "n1:0:3g.40gb@0")
+	w.running(job("keep").team("c").production().gpus(1), 0, 0, "n2:0")
+	w.runningSlice(job("c-big").team("c").production().migProfile("3g.40gb"), "n3:0:3g.40gb@0")
+	w.runningSlice(job("c-mid").team("c").production().migProfile("2g.20gb"), "n3:0:2g.20gb@4")
+	w.submit(job("train").team("b").gpus(1).submitted(hour))
+	return w
+}
+
+// stuckAfter is how long b waits before a's replica is evicted, or -1.
+func stuckAfter(t *testing.T, w *world) time.Duration {
+	t.Helper()
+	for waited := time.Duration(0); waited <= 3*time.Minute; waited += 15 * time.Second {
+		w.at(hour + waited)
+		d := w.cycle()
+		if got := victimsOf(d); len(got) > 0 {
+			if !slices.Equal(got, []string{"stuck"}) {
+				t.Fatalf("victims %v, want a's replica stuck", got)
+			}
+			if len(d.Migrations) != 1 || d.Migrations[0].Job != "own" || d.Migrations[0].To.Node != "n3" || d.Migrations[0].For != "train" {
+				t.Fatalf("migrations %+v, want b's replica moved to n3 for train", d.Migrations)
+			}
+			return waited
+		}
+		if len(d.Migrations) != 0 || slices.Contains(startedJobs(d), "train") {
+			t.Fatalf("at +%v: migrations %+v, starts %v with a's replica in the way", waited, d.Migrations, startedJobs(d))
+		}
+	}
+	return -1
+}
+
+func TestAnOwedClaimEvictsABorrowedReplicaThatHasNowhereToMove(t *testing.T) {
+	w := stuckWorld(t, false, func(c *Config) { c.EvictStuckAfter = time.Minute })
+	if got := stuckAfter(t, w); got != time.Minute {
+		t.Fatalf("a's replica evicted after %v of train's wait, want 1m0s", got)
+	}
+	if got := reasonOf(w.decide(), "train"); got != WaitPreempting {
+		t.Errorf("train waits %q, want %q", got, WaitPreempting)
+	}
+	if got := stuckAfter(t, stuckWorld(t, false, func(c *Config) { c.EvictStuckAfter = 0 })); got != -1 {
+		t.Errorf("without EvictStuckAfter a's replica was evicted after %v", got)
+	}
+	if got := stuckAfter(t, stuckWorld(t, true, func(c *Config) { c.EvictStuckAfter = time.Minute })); got != -1 {
+		t.Errorf("a's replica, within a's guarantee, was evicted after %v", got)
+	}
+}
