@@ -106,6 +106,14 @@ type Config struct {
 	// on 1,634 of seeds 1-2304 (1,570); 30 s 411 and 3 minutes 398 of
 	// seeds 1-576 (412).
 	EvictStuckAfter time.Duration
+	// ReclaimStraddlingAfter, when not 0: a claim that is not production,
+	// owed its team's guarantee for this long, may evict another team's
+	// production on whole GPUs that straddles that team's guarantee
+	// (reclaimsStraddling). Two minutes: every target by the owed clock
+	// on 1,655 of seeds 1-2304 of the default scenario (1,634), the owed
+	// clock 37k team-s (55k); a minute 415 and five minutes 412 of seeds
+	// 1-576 (422; 412 without).
+	ReclaimStraddlingAfter time.Duration
 	// Reserve: a gang that has waited ReserveAfter holds the nodes it will
 	// use; others may run there only if declared to end before it starts.
 	Reserve      bool
@@ -151,6 +159,7 @@ func Preset(name string, placement engine.Policy) (Config, error) {
 		c.Migrate, c.MoveForWholeNodes = true, true
 		c.Relocate = true
 		c.EvictStuckAfter = time.Minute
+		c.ReclaimStraddlingAfter = 2 * time.Minute
 		c.GroupPinned = true
 		c.GuaranteeFirst = true
 		c.Reserve, c.ReserveAfter = true, 10*time.Minute

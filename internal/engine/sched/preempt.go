@@ -144,6 +144,9 @@ func runningSummary(c *cycle) []teamLow {
 // turn.) With ProtectProduction, best-effort work does not evict another
 // team's production on MIG instances (onWholeGPUs), until it has been
 // owed its team's guarantee for ProtectProductionFor (protectionLapsed).
+// Production that straddles its team's guarantee on whole GPUs goes to
+// a claim that is not production once it has been owed a while
+// (reclaimsStraddling).
 func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if v.Phase != Running || v.ID() == j.ID() {
 		return false
@@ -169,7 +172,21 @@ func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
 	if s.cfg.ProtectProduction && j.Spec.Class == workload.BestEffort && v.Spec.Class == workload.Production && !onWholeGPUs(v) && !s.protectionLapsed(c, j) {
 		return false
 	}
-	return withinGuarantee(c, j) && (keepsGuarantee || v.Spec.Class < workload.Production)
+	return withinGuarantee(c, j) && (keepsGuarantee || v.Spec.Class < workload.Production || s.reclaimsStraddling(c, j, v))
+}
+
+// reclaimsStraddling says whether j, a claim of another team that is not
+// production, may take back the borrowed part of production v by
+// evicting it all: v runs on whole GPUs and straddles its team's
+// guarantee, and j has been owed for ReclaimStraddlingAfter. A 4-GPU
+// service that started 2 GPUs under its team's line otherwise holds 2
+// borrowed GPUs no claim can take back, and an 8-GPU fine-tune owed on a
+// node it shares waits for hours. Production claims do not: two teams'
+// services would evict each other in turn. Services on MIG instances
+// move instead (migrate.go).
+func (s *Scheduler) reclaimsStraddling(c *cycle, j, v *Job) bool {
+	return s.cfg.ReclaimStraddlingAfter > 0 && j.Spec.Class != workload.Production &&
+		v.Spec.Class == workload.Production && onWholeGPUs(v) && s.owedFor(c, j, s.cfg.ReclaimStraddlingAfter)
 }
 
 // keepsGuarantees checks a borrower's victim set as a whole against the

@@ -967,3 +967,44 @@ func TestAVictimsInstanceOfAnotherProfileCountsAsRoom(t *testing.T) {
 		})
 	}
 }
+
+// straddleAfter is how long a's claim waits before b's service, 1 GPU
+// over b's guarantee and 3 under, is evicted for it, or -1.
+func straddleAfter(t *testing.T, claim *jobBuilder, tweak ...func(*Config)) time.Duration {
+	t.Helper()
+	st := fleet(t).nodes(1).gpus(4, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+		team("a").guarantee(4).burst(4), team("b").guarantee(3).burst(8)).at(hour)
+	w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3")
+	w.submit(claim.submitted(hour))
+	for waited := time.Duration(0); waited <= 4*time.Minute; waited += 15 * time.Second {
+		w.at(hour + waited)
+		d := w.cycle()
+		if got := victimsOf(d); len(got) > 0 {
+			if !slices.Equal(got, []string{"b-serve"}) {
+				t.Fatalf("victims %v, want b-serve", got)
+			}
+			if !strings.Contains(d.Preemptions[0].Reason, "team a reclaims its guarantee") {
+				t.Errorf("preemption reason %q, want a reclaim", d.Preemptions[0].Reason)
+			}
+			return waited
+		}
+	}
+	return -1
+}
+
+func TestAnOwedClaimReclaimsFromProductionThatStraddlesItsTeamsGuarantee(t *testing.T) {
+	if got := straddleAfter(t, job("a-job").team("a").gpus(2)); got != 2*time.Minute {
+		t.Errorf("batch claim: b-serve evicted after %v of the wait, want 2m0s (ReclaimStraddlingAfter)", got)
+	}
+	if got := straddleAfter(t, job("a-job").team("a").bestEffort().gpus(2)); got != 2*time.Minute {
+		t.Errorf("best-effort claim: b-serve evicted after %v of the wait, want 2m0s", got)
+	}
+	if got := straddleAfter(t, job("a-serve").team("a").production().gpus(2)); got != -1 {
+		t.Errorf("a production claim evicted another team's production within its guarantee after %v", got)
+	}
+	off := func(c *Config) { c.ReclaimStraddlingAfter = 0 }
+	if got := straddleAfter(t, job("a-job").team("a").gpus(2), off); got != -1 {
+		t.Errorf("without ReclaimStraddlingAfter b-serve was evicted after %v", got)
+	}
+}
