@@ -10,10 +10,10 @@ import (
 
 func TestPresetSetsTheFlagsOfEachScheduler(t *testing.T) {
 	type flags struct {
-		Gangs, ClassOrder, Borrow, Preempt, MIG, Reserve bool
-		Order                                            Order
-		ReconfigCooldown, ClaimCooldown, ReserveAfter    time.Duration
-		EvictStuckAfter, ReclaimStraddlingAfter          time.Duration
+		Gangs, ClassOrder, Borrow, Preempt, MIG, Reserve       bool
+		Order                                                  Order
+		ReconfigCooldown, ClaimCooldown, ReserveAfter          time.Duration
+		EvictStuckAfter, ReclaimStraddlingAfter, GangRoomAfter time.Duration
 	}
 	tests := []struct {
 		name string
@@ -23,7 +23,8 @@ func TestPresetSetsTheFlagsOfEachScheduler(t *testing.T) {
 		{"gang-drf", flags{Gangs: true, ClassOrder: true, Borrow: true, Preempt: true, Order: DRF}},
 		{"partita", flags{Gangs: true, ClassOrder: true, Borrow: true, Preempt: true, MIG: true, Reserve: true,
 			Order: FairShare, ReconfigCooldown: 10 * time.Minute, ClaimCooldown: time.Minute, ReserveAfter: 10 * time.Minute,
-			EvictStuckAfter: time.Minute, ReclaimStraddlingAfter: 2 * time.Minute}},
+			EvictStuckAfter: time.Minute, ReclaimStraddlingAfter: 2 * time.Minute,
+			GangRoomAfter: 2 * time.Minute}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+" has its documented flags", func(t *testing.T) {
@@ -32,7 +33,7 @@ func TestPresetSetsTheFlagsOfEachScheduler(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Preset(%q): %v", tc.name, err)
 			}
-			got := flags{c.Gangs, c.ClassOrder, c.Borrow, c.Preempt, c.MIG, c.Reserve, c.Order, c.ReconfigCooldown, c.ClaimCooldown, c.ReserveAfter, c.EvictStuckAfter, c.ReclaimStraddlingAfter}
+			got := flags{c.Gangs, c.ClassOrder, c.Borrow, c.Preempt, c.MIG, c.Reserve, c.Order, c.ReconfigCooldown, c.ClaimCooldown, c.ReserveAfter, c.EvictStuckAfter, c.ReclaimStraddlingAfter, c.GangRoomAfter}
 			if got != tc.want {
 				t.Errorf("Preset(%q) flags = %+v, want %+v", tc.name, got, tc.want)
 			}

@@ -863,3 +863,59 @@ func TestAnOwedClaimEvictsABorrowedReplicaThatHasNowhereToMove(t *testing.T) {
 		t.Errorf("a's replica, within a's guarantee, was evicted after %v", got)
 	}
 }
+
+func TestARelocatedGangGetsRoomFromBorrowedWorkElsewhere(t *testing.T) {
+	// a's 2-task gang, within a's guarantee and checkpointed 5 minutes
+	// ago, holds one GPU of n1 and one of n2; c's jobs, within c's
+	// guarantee and checkpointed an hour ago, hold n2's other GPU and
+	// one of n3; d borrows the rest. b is owed two GPUs on one node: only
+	// n1 can be freed, by evicting d's job there and relocating the gang,
+	// which finds room only once d's job on n3 leaves too. Before, a gang
+	// that found no room elsewhere was never given any (seed 467 of the
+	// default scenario: research's pretraining gang, two GPUs on each of
+	// four nodes, kept ads' 8-GPU fine-tunes out for 40 minutes).
+	gangWorld := func(tweak ...func(*Config)) *world {
+		st := fleet(t).nodes(3).gpus(2, "H100-80GB").build()
+		w := newWorld(t, st, newScheduler(t, "partita", st, tweak...),
+			team("a").guarantee(2).burst(2), team("b").guarantee(2).burst(2), team("c").guarantee(2).burst(2), team("d").burst(4)).at(hour)
+		w.running(job("pre").team("a").gang(2).gpus(1), 0, hour-5*time.Minute, "n1:0", "n2:0")
+		w.running(job("d-1").team("d").bestEffort().gpus(1), 0, 0, "n1:1")
+		w.running(job("c-1").team("c").gpus(1), 0, 0, "n2:1")
+		w.running(job("c-2").team("c").gpus(1), 0, 0, "n3:0")
+		w.running(job("d-2").team("d").bestEffort().gpus(1), 0, 0, "n3:1")
+		w.submit(job("train").team("b").gpus(2).submitted(hour))
+		return w
+	}
+	// roomAfter is how long train waits before the plan is made, or -1.
+	roomAfter := func(w *world) time.Duration {
+		for waited := time.Duration(0); waited <= 4*time.Minute; waited += 15 * time.Second {
+			d := w.at(hour + waited).cycle()
+			got := victimsOf(d)
+			if len(got) == 0 {
+				continue
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, []string{"d-1", "d-2", "pre"}) {
+				t.Fatalf("victims %v, want [d-1 d-2 pre]", got)
+			}
+			return waited
+		}
+		return -1
+	}
+	if got := roomAfter(gangWorld(func(c *Config) { c.GangRoomAfter = 0 })); got != -1 {
+		t.Fatalf("without GangRoomAfter the gang was given room after %v", got)
+	}
+	w := gangWorld()
+	if got := roomAfter(w); got != 2*time.Minute {
+		t.Fatalf("the gang was given room after %v of train's wait, want 2m0s (GangRoomAfter)", got)
+	}
+	w.release()
+	w.job("pre").Submitted = w.now
+	d := w.cycle()
+	if !slices.Contains(startedJobs(d), "pre") || !slices.Equal(nodesOf(startsOf(d, "pre")), []string{"n2", "n3"}) {
+		t.Fatalf("pre did not start again on n2 and n3: starts %+v, pre waits %q", startsOf(d, "pre"), reasonOf(d, "pre"))
+	}
+	if !slices.Contains(startedJobs(d), "train") || w.job("train").Placed[0].Node != "n1" {
+		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
+	}
+}
