@@ -601,3 +601,15 @@ func sortedNames[V any](m map[string]V) []string {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// firstVictims runs a cycle every 15 s from hour to hour+limit and returns
+// how long after hour the first one that evicted came, with its decision;
+// -1 when none did.
+func firstVictims(w *world, limit time.Duration) (time.Duration, Decision) {
+	for waited := time.Duration(0); waited <= limit; waited += 15 * time.Second {
+		if d := w.at(hour + waited).cycle(); len(d.Preemptions) > 0 {
+			return waited, d
+		}
+	}
+	return -1, Decision{}
+}

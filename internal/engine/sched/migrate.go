@@ -666,27 +666,21 @@ func (s *Scheduler) tryMoves(c *cycle, st *cluster.State, r *engine.Request, nod
 			s.wholeIdle(c, trial, "")
 			_, next, err = s.placer.PlaceAll(trial, reqs, elsewhere)
 		}
-		if err != nil && len(reqs) == 1 {
-			// No room elsewhere: the claim makes some, evicting on
-			// another node work it may evict anyway (roomElsewhere).
-			vs := s.roomElsewhere(c, trial, j, reqs, elsewhere, slices.Concat(victims, extra), tasks)
+		if err != nil {
+			// No room elsewhere: the claim makes some, evicting on other
+			// nodes work it may evict anyway (roomElsewhere; for a gang,
+			// task by task once the claim has been owed GangRoomAfter).
+			var vs []*Job
+			switch {
+			case len(reqs) == 1:
+				vs = s.roomElsewhere(c, trial, j, reqs, elsewhere, slices.Concat(victims, extra), tasks)
+			case s.cfg.GangRoomAfter > 0 && s.owedFor(c, j, s.cfg.GangRoomAfter):
+				vs = s.roomForGang(c, trial, j, reqs, elsewhere, slices.Concat(victims, extra), tasks)
+			}
 			released := len(vs) > 0 && !slices.ContainsFunc(vs, func(x *Job) bool { return release(trial, x) != nil })
 			if released {
 				s.wholeIdle(c, trial, "")
 				if _, next, err = s.placer.PlaceAll(trial, reqs, elsewhere); err == nil {
-					extra = append(extra, vs...)
-				}
-			}
-		}
-		if err != nil && len(reqs) > 1 && s.cfg.GangRoomAfter > 0 && s.owedFor(c, j, s.cfg.GangRoomAfter) {
-			// A gang: room made task by task (roomForGang), then the
-			// gang placed whole where those victims leave.
-			vs := s.roomForGang(c, trial, j, reqs, elsewhere, slices.Concat(victims, extra), tasks)
-			t2 := trial.Clone()
-			released := len(vs) > 0 && !slices.ContainsFunc(vs, func(x *Job) bool { return release(t2, x) != nil })
-			if released {
-				s.wholeIdle(c, t2, "")
-				if _, next, err = s.placer.PlaceAll(t2, reqs, elsewhere); err == nil {
 					extra = append(extra, vs...)
 				}
 			}

@@ -888,19 +888,14 @@ func TestARelocatedGangGetsRoomFromBorrowedWorkElsewhere(t *testing.T) {
 	}
 	// roomAfter is how long train waits before the plan is made, or -1.
 	roomAfter := func(w *world) time.Duration {
-		for waited := time.Duration(0); waited <= 4*time.Minute; waited += 15 * time.Second {
-			d := w.at(hour + waited).cycle()
-			got := victimsOf(d)
-			if len(got) == 0 {
-				continue
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, []string{"d-1", "d-2", "pre"}) {
-				t.Fatalf("victims %v, want [d-1 d-2 pre]", got)
-			}
-			return waited
+		waited, d := firstVictims(w, 4*time.Minute)
+		if waited < 0 {
+			return -1
 		}
-		return -1
+		if got := victimsOf(d); !slices.Equal(got, []string{"d-1", "d-2", "pre"}) {
+			t.Fatalf("victims %v, want [d-1 d-2 pre]", got)
+		}
+		return waited
 	}
 	if got := roomAfter(gangWorld(func(c *Config) { c.GangRoomAfter = 0 })); got != -1 {
 		t.Fatalf("without GangRoomAfter the gang was given room after %v", got)

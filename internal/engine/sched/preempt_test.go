@@ -977,20 +977,17 @@ func straddleAfter(t *testing.T, claim *jobBuilder, tweak ...func(*Config)) time
 		team("a").guarantee(4).burst(4), team("b").guarantee(3).burst(8)).at(hour)
 	w.running(job("b-serve").team("b").production().gpus(4), 0, 0, "n1:0,1,2,3")
 	w.submit(claim.submitted(hour))
-	for waited := time.Duration(0); waited <= 4*time.Minute; waited += 15 * time.Second {
-		w.at(hour + waited)
-		d := w.cycle()
-		if got := victimsOf(d); len(got) > 0 {
-			if !slices.Equal(got, []string{"b-serve"}) {
-				t.Fatalf("victims %v, want b-serve", got)
-			}
-			if !strings.Contains(d.Preemptions[0].Reason, "team a reclaims its guarantee") {
-				t.Errorf("preemption reason %q, want a reclaim", d.Preemptions[0].Reason)
-			}
-			return waited
-		}
+	waited, d := firstVictims(w, 4*time.Minute)
+	if waited < 0 {
+		return -1
 	}
-	return -1
+	if got := victimsOf(d); !slices.Equal(got, []string{"b-serve"}) {
+		t.Fatalf("victims %v, want b-serve", got)
+	}
+	if !strings.Contains(d.Preemptions[0].Reason, "team a reclaims its guarantee") {
+		t.Errorf("preemption reason %q, want a reclaim", d.Preemptions[0].Reason)
+	}
+	return waited
 }
 
 func TestAnOwedClaimReclaimsFromProductionThatStraddlesItsTeamsGuarantee(t *testing.T) {
