@@ -32,8 +32,15 @@ func (w *world) cycleOf(only []string) error {
 	}
 	w.input = in.Jobs
 	d := w.sch.Cycle(in)
+	// After the starts: a job started now is not waiting.
 	if only == nil {
-		defer w.metrics.waiting(w, d) // after the starts: a job started now is not waiting
+		w.reasons, w.recent = d.Waiting, map[string]string{}
+		defer w.metrics.waiting(w, d)
+	} else {
+		for id, wt := range d.Waiting {
+			w.recent[id] = wt.Reason
+		}
+		defer w.metrics.idle(w)
 	}
 	if w.opt.Trace != nil {
 		for id, wt := range d.Waiting {

@@ -40,13 +40,19 @@ type Result struct {
 	// share of the cluster's: each job's nominal GPU times its run time
 	// within the horizon (docs/metrics.md). It depends on the scenario
 	// and seed only, not on the scheduler.
-	OfferedLoad         float64            `json:"offered_load"`
+	OfferedLoad float64 `json:"offered_load"`
+	// IdleGPUHours splits the unallocated GPU-hours by why they stood
+	// unallocated (idleCause): their sum is (1 − allocated_utilization) ×
+	// GPUs × the horizon in hours, but for the moments when the instances
+	// held count more than the cluster's GPUs (docs/metrics.md).
+	IdleGPUHours        map[string]float64 `json:"idle_gpu_hours"`
 	MIGReconfigurations int                `json:"mig_reconfigurations"`
 	Migrations          int                `json:"migrations"`
 	Jobs                int                `json:"jobs"`
 	Completed           int                `json:"completed"`
 	GPUs                int                `json:"gpus"`
 	Timeline            []Sample           `json:"-"`
+	Horizon             time.Duration      `json:"-"`
 	Entitlement         map[string]float64 `json:"-"` // GPUs per team
 }
 
@@ -83,10 +89,15 @@ type metrics struct {
 	firstDrop []time.Duration
 	jain      []float64
 	timeline  []Sample
+	// idleCause is why GPUs stand unallocated, as the last cycle left
+	// them; idleSec the unallocated GPU-seconds by cause.
+	idleCause string
+	idleSec   map[string]float64
 }
 
 func newMetrics(w *world) *metrics {
-	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}, firstDrop: make([]time.Duration, len(w.teams))}
+	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}, firstDrop: make([]time.Duration, len(w.teams)),
+		idleCause: IdleNoWork, idleSec: map[string]float64{}}
 	for i := range m.firstDrop {
 		m.firstDrop[i] = -1
 	}
@@ -120,7 +131,61 @@ func (m *metrics) advance(now time.Duration) {
 	dt := (now - m.last).Seconds()
 	m.usefulInt += m.usefulNow * dt
 	m.allocInt += m.allocNow * dt
+	if idle := m.gpus - m.allocNow; idle > 1e-9 {
+		m.idleSec[m.idleCause] += idle * dt
+	}
 	m.last = now
+}
+
+// The causes of unallocated GPU that are not a wait reason of the engine
+// (sched.Wait*).
+const (
+	IdleNoWork  = "no work waiting"
+	IdleTooBig  = "every waiting job needs more GPU than stands free"
+	IdleNoCycle = "waiting work not yet looked at"
+)
+
+// idleCause says why GPUs stand unallocated after a cycle, free GPUs
+// being free: no work waits; every waiting job asks for more GPU than
+// stands free (a gang drains the nodes it needs); or else the reason that
+// most of the waiting jobs that would fit by size give (ties: the first
+// reason in name order). By size only: a job that fits in the free GPU
+// in total may still find no node, and then says so.
+func idleCause(w *world, free float64) string {
+	if free <= 1e-9 {
+		return IdleNoWork // nothing stands idle: the cause counts nothing
+	}
+	waiting, fits := 0, map[string]int{}
+	for _, j := range w.active {
+		if j.Phase != sched.Pending {
+			continue
+		}
+		waiting++
+		if float64(j.milli) > free*1000+1e-6 {
+			continue
+		}
+		reason, ok := w.recent[j.ID()]
+		if !ok {
+			reason = w.reasons[j.ID()].Reason
+		}
+		if reason == "" {
+			reason = IdleNoCycle
+		}
+		fits[reason]++
+	}
+	switch {
+	case waiting == 0:
+		return IdleNoWork
+	case len(fits) == 0:
+		return IdleTooBig
+	}
+	best, most := "", 0
+	for reason, n := range fits {
+		if n > most || n == most && reason < best {
+			best, most = reason, n
+		}
+	}
+	return best
 }
 
 func (m *metrics) arrived(j *job) {}
@@ -210,7 +275,12 @@ func (m *metrics) lost(w *world, j *job, lost time.Duration) {
 // it is still owed, waiting longer than 60 s plus the grace period: since
 // its queueing (violating), or since it became owed (violatingOwed).
 func (m *metrics) waiting(w *world, d sched.Decision) {
-	now := w.now()
+	m.check(w, d, w.now())
+}
+
+// check is waiting at now: the end of the horizon for the last look,
+// where the world's clock is already at the first event past it.
+func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 	dt := (now - m.lastCheck).Seconds()
 	was := map[string]bool{}
 	for team, v := range m.violating {
@@ -263,6 +333,18 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 	for i := range m.firstDrop {
 		m.firstDrop[i] = -1
 	}
+	m.idleAt(w, now)
+}
+
+// idle looks again at why GPUs stand unallocated, after a cycle that
+// looked at some jobs only.
+func (m *metrics) idle(w *world) { m.idleAt(w, w.now()) }
+
+// idleAt charges the unallocated time up to now to the cause the last
+// cycle left, then takes the cause this one leaves.
+func (m *metrics) idleAt(w *world, now time.Duration) {
+	m.advance(now)
+	m.idleCause = idleCause(w, m.gpus-m.allocNow)
 }
 
 // dropped notes that team's holdings fell now (its position in
@@ -363,8 +445,7 @@ func (m *metrics) sample(w *world) {
 }
 
 func (m *metrics) finish(w *world, end time.Duration) {
-	m.advance(end)
-	m.waiting(w, sched.Decision{})
+	m.check(w, sched.Decision{}, end)
 }
 
 func (m *metrics) result(w *world) *Result {
@@ -373,7 +454,10 @@ func (m *metrics) result(w *world) *Result {
 		Scenario: w.sc.Name, Scheduler: w.opt.Scheduler, OOMEvents: m.oom, Preemptions: m.preemptions,
 		MIGReconfigurations: m.reconfigs, Migrations: m.migrations, GuaranteeViolation: m.violationS, GuaranteeViolationOwed: m.violationOwedS, LostGPUHours: m.lostGPUSec / 3600,
 		Jobs: len(w.jobs), GPUs: int(m.gpus), Timeline: m.timeline, WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{},
-		Entitlement: map[string]float64{},
+		Entitlement: map[string]float64{}, IdleGPUHours: map[string]float64{}, Horizon: w.sc.Duration,
+	}
+	for cause, sec := range m.idleSec {
+		r.IdleGPUHours[cause] = sec / 3600
 	}
 	if horizon > 0 && m.gpus > 0 {
 		r.UsefulUtilization = m.usefulInt / horizon / m.gpus

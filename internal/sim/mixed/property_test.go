@@ -431,3 +431,32 @@ func TestTheOwedClockStartsWhenTheTeamsHoldingsFell(t *testing.T) {
 		t.Errorf("owed clock: %.0f s, want 0", r.GuaranteeViolationOwed)
 	}
 }
+
+// The unallocated GPU-hours go to why they stood idle: nothing waiting,
+// a team at its limit, a gang that needs more than stands free
+// (testdata/idle.yaml works out each hour), and they add up with the
+// allocated ones to the cluster's GPU-hours.
+func TestIdleGPUHoursGoToTheirCause(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "idle.yaml"))
+	for _, name := range []string{"gang-drf", "partita"} {
+		r, _ := runWorld(t, sc, name)
+		want := map[string]float64{IdleNoWork: 8, sched.WaitQuota: 6, IdleTooBig: 5}
+		for cause, h := range r.IdleGPUHours {
+			if math.Abs(h-want[cause]) > 0.05 {
+				t.Errorf("%s: %q: %.3f GPU-hours idle, want %.0f", name, cause, h, want[cause])
+			}
+		}
+		for cause, h := range want {
+			if _, ok := r.IdleGPUHours[cause]; !ok {
+				t.Errorf("%s: no idle GPU-hours for %q, want %.0f", name, cause, h)
+			}
+		}
+		var idle float64
+		for _, h := range r.IdleGPUHours {
+			idle += h
+		}
+		if all := float64(r.GPUs) * sc.Duration.Hours(); math.Abs(idle+r.AllocatedUtilization*all-all) > 1e-6 {
+			t.Errorf("%s: %.6f GPU-hours idle and %.6f allocated, want %.0f in all", name, idle, r.AllocatedUtilization*all, all)
+		}
+	}
+}

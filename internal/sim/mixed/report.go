@@ -55,11 +55,61 @@ func writeMarkdown(w io.Writer, command string, results []*Result) error {
 			r.MIGReconfigurations, r.Migrations, r.Completed, r.Jobs)
 	}
 	fmt.Fprintln(w)
+	writeGPUHours(w, results)
 	fmt.Fprintln(w, "![utilization](utilization.svg)")
 	for _, r := range results {
 		fmt.Fprintf(w, "\n![teams under %s](teams-%s.svg)\n", r.Scheduler, r.Scheduler)
 	}
 	return nil
+}
+
+// writeGPUHours accounts for the cluster's GPU-hours under each
+// scheduler: needed by running work, held but not needed, and
+// unallocated by cause (idle_gpu_hours, the causes that cost most
+// first).
+func writeGPUHours(w io.Writer, results []*Result) {
+	total := map[string]float64{}
+	for _, r := range results {
+		for cause, h := range r.IdleGPUHours {
+			total[cause] += h
+		}
+	}
+	causes := make([]string, 0, len(total))
+	for cause := range total {
+		causes = append(causes, cause)
+	}
+	sort.Slice(causes, func(a, b int) bool {
+		if total[causes[a]] != total[causes[b]] {
+			return total[causes[a]] > total[causes[b]]
+		}
+		return causes[a] < causes[b]
+	})
+	fmt.Fprintln(w, "Where the GPU-hours went: needed by running work, held but not needed, and unallocated by cause (`idle_gpu_hours`: why the GPUs no one held stood idle, as the last scheduling cycle saw it).")
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "| GPU-hours |")
+	for _, r := range results {
+		fmt.Fprintf(w, " %s |", r.Scheduler)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range results {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	row := func(name string, value func(*Result) float64) {
+		fmt.Fprintf(w, "| %s |", name)
+		for _, r := range results {
+			fmt.Fprintf(w, " %.1f |", value(r))
+		}
+		fmt.Fprintln(w)
+	}
+	row("needed by running work (useful)", func(r *Result) float64 { return r.UsefulUtilization * float64(r.GPUs) * r.Horizon.Hours() })
+	row("held but not needed", func(r *Result) float64 {
+		return (r.AllocatedUtilization - r.UsefulUtilization) * float64(r.GPUs) * r.Horizon.Hours()
+	})
+	for _, cause := range causes {
+		row("unallocated: "+cause, func(r *Result) float64 { return r.IdleGPUHours[cause] })
+	}
+	fmt.Fprintln(w)
 }
 
 // dur prints seconds readably.

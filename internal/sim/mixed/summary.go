@@ -41,6 +41,9 @@ type Summary struct {
 	// BelowCapacity counts the seeds whose stream offers less than the
 	// cluster (offered_load < 1).
 	BelowCapacity int `json:"seeds_offered_below_capacity"`
+	// IdleGPUHoursMean is idle_gpu_hours averaged over the seeds (a seed
+	// without a cause counts 0 for it).
+	IdleGPUHoursMean map[string]float64 `json:"idle_gpu_hours_mean"`
 }
 
 // Summarize sums results, one per seed, of one scheduler. A seed whose
@@ -54,6 +57,7 @@ func Summarize(results []*Result) Summary {
 	if len(results) == 0 {
 		return s
 	}
+	s.IdleGPUHoursMean = map[string]float64{}
 	s.UsefulMin, s.JainMin, s.OfferedLoadMin = math.Inf(1), math.Inf(1), math.Inf(1)
 	for _, r := range results {
 		s.OfferedLoadMean += r.OfferedLoad
@@ -107,6 +111,9 @@ func Summarize(results []*Result) Summary {
 		s.JCTP50Mean += r.JCTP50
 		s.MIGReconfigurations += r.MIGReconfigurations
 		s.Migrations += r.Migrations
+		for cause, h := range r.IdleGPUHours {
+			s.IdleGPUHoursMean[cause] += h / float64(len(results))
+		}
 	}
 	s.UsefulMean /= float64(len(results))
 	s.JCTP50Mean /= float64(len(results))

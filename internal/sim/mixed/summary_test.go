@@ -2,6 +2,7 @@ package mixed
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -23,6 +24,8 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 	for i, load := range []float64{1.25, 0.875, 1, 1.125, 0.75} {
 		results[i].OfferedLoad = load
 	}
+	results[0].IdleGPUHours = map[string]float64{IdleNoWork: 10}
+	results[1].IdleGPUHours = map[string]float64{IdleNoWork: 5, IdleTooBig: 2.5}
 	got := Summarize(results)
 	want := Summary{
 		Seeds: 5, UsefulMean: (0.90 + 0.84 + 0.86 + 0.88 + 0.87) / 5, UsefulMin: 0.84, UsefulMet: 4,
@@ -31,18 +34,19 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 		JainMin: 0.80, JainMet: 3, JainSeeds: 4,
 		OOMEvents: 2, Preemptions: 50, LostGPUHours: 7.5, AllTargetsMet: 1, AllTargetsMetOwed: 2,
 		OfferedLoadMean: 1, OfferedLoadMin: 0.75, BelowCapacity: 2,
+		IdleGPUHoursMean: map[string]float64{IdleNoWork: 3, IdleTooBig: 0.5},
 	}
 	if math.Abs(got.UsefulMean-want.UsefulMean) > 1e-12 {
 		t.Errorf("useful mean %v, want %v", got.UsefulMean, want.UsefulMean)
 	}
 	got.UsefulMean = want.UsefulMean
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Summarize =\n%+v\nwant\n%+v", got, want)
 	}
 }
 
 func TestSummarizeOfNoResultsIsEmpty(t *testing.T) {
-	if got := Summarize(nil); got != (Summary{}) {
+	if got := Summarize(nil); !reflect.DeepEqual(got, Summary{}) {
 		t.Errorf("Summarize(nil) = %+v, want the zero Summary", got)
 	}
 	// Without Jain samples anywhere, JainMin is 0, not +Inf (JSON has no

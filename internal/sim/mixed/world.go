@@ -145,6 +145,11 @@ type world struct {
 	newJobs   []string      // arrived since the last cycle, for a light cycle
 	tickDue   bool          // a periodic tick is queued
 	metrics   *metrics
+	// reasons is why each job waited after the last full cycle (its
+	// decision's own map), recent the reasons that light cycles gave
+	// since: what idle_gpu_hours charges idle GPUs to (idleCause).
+	reasons map[string]sched.Wait
+	recent  map[string]string
 }
 
 type timer struct {
@@ -215,7 +220,7 @@ func newWorld(sc *scenario.Scenario, opt Options) (*world, error) {
 			return nil, err
 		}
 	}
-	w := &world{opt: opt, sc: sc, st: st, byID: map[string]*job{}, ready: map[instanceKey]time.Duration{}}
+	w := &world{opt: opt, sc: sc, st: st, byID: map[string]*job{}, ready: map[instanceKey]time.Duration{}, recent: map[string]string{}}
 	w.sch = sched.New(cfg, rand.New(rand.NewSource(opt.Seed)))
 	for _, t := range sc.Teams {
 		w.teams = append(w.teams, sched.Team{
