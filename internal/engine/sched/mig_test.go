@@ -443,3 +443,37 @@ func TestIdleMIGGPUsTurnWholeDuringTheVictimsGrace(t *testing.T) {
 		t.Errorf("when the grace ends: started %v, want [a-job]; a-job waits %q", got, reasonOf(d, "a-job"))
 	}
 }
+
+func TestAClaimBackedOffFromChangesStillTurnsWholeTheGPUsItsVictimsLeft(t *testing.T) {
+	// n1's two MIG GPUs each hold a 7g.80gb instance of b's borrowed
+	// work. a's 2-GPU gang is owed them, but its MIG changes are backed
+	// off (two earlier ones did not let it start). It evicts b's jobs;
+	// when they have left, their GPUs must still be turned whole for it,
+	// or b's jobs take their instances back and the eviction starts over.
+	st := fleet(t).nodes(1).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(2), team("b").burst(8)).at(hour)
+	w.runningSlice(job("b-1").team("b").migProfile("7g.80gb"), "n1:0:7g.80gb@0")
+	w.runningSlice(job("b-2").team("b").migProfile("7g.80gb"), "n1:1:7g.80gb@0")
+	w.submit(job("a-gang").team("a").gang(2).gpus(1).submitted(hour))
+	w.sch.backoff["a-gang"] = hour + 10*time.Minute
+
+	if got := victimsOf(w.cycle()); !reflect.DeepEqual(got, []string{"b-1", "b-2"}) {
+		t.Fatalf("cycle 1: victims %v, want [b-1 b-2]", got)
+	}
+	d := w.at(hour + 30*time.Second).release().cycle()
+	var turned []int
+	for _, rc := range d.Reconfigs {
+		if !rc.MIG && rc.For == "a-gang" {
+			turned = append(turned, rc.GPU)
+		}
+	}
+	if !reflect.DeepEqual(turned, []int{0, 1}) {
+		t.Fatalf("when the victims have left: GPUs turned whole %v, want [0 1]; a-gang waits %q; started %v",
+			turned, reasonOf(d, "a-gang"), startedJobs(d))
+	}
+	d = w.at(hour + time.Minute).uncordonAll().cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"a-gang"}) {
+		t.Errorf("after the change: started %v, want [a-gang]; a-gang waits %q", got, reasonOf(d, "a-gang"))
+	}
+}
