@@ -34,9 +34,9 @@ func (s *Scheduler) repartition(c *cycle, j *Job, reqs []*engine.Request) string
 	if until, ok := s.backoff[j.ID()]; ok && c.in.Now < until && !s.holdsNodes(j) {
 		// Not a job holding nodes: it evicted for them, and the victims'
 		// instances, kept for a change it could not ask, took the
-		// victims back (seed 50 of the default scenario at 203,487 s:
-		// research's gang evicted search's chat service five times in
-		// ten minutes).
+		// victims back (seed 50 of the default scenario from 203,399
+		// s: research's gang evicted search's chat service six times in
+		// twelve minutes).
 		return ""
 	}
 	where := s.widest(c, j) // outside reservations
