@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +36,7 @@ func (s *Scheduler) cycle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.confirmPodGroups(ctx, &obj)
 	snap, err := BuildSnapshot(obj, s.snapshotOptions())
 	if err != nil {
 		return err
@@ -103,6 +108,65 @@ func (s *Scheduler) objects(now time.Time) (Objects, error) {
 		}
 	}
 	return obj, nil
+}
+
+// confirmPodGroups asks the API server for the PodGroup of each gang with
+// pending pods that the cache does not hold and whose pods do not give
+// the size (partita.dev/min-member): such a gang is one pod at a time,
+// and a PodGroup created just before its pods may not have reached the
+// informer yet (the gang's 4-GPU pods were bound one by one in a test
+// run on a loaded machine). A PodGroup the server does not have either
+// is not asked for again while the gang has pods.
+func (s *Scheduler) confirmPodGroups(ctx context.Context, obj *Objects) {
+	known := map[string]bool{}
+	for _, pg := range obj.PodGroups {
+		known[pg.Namespace+"/"+pg.Name] = true
+	}
+	sized, pending := map[string]bool{}, map[string]bool{}
+	for _, p := range obj.Pods {
+		g := GroupName(p)
+		if g == "" || p.Spec.SchedulerName != s.opt.SchedulerName {
+			continue
+		}
+		key := p.Namespace + "/" + g
+		if _, ok := p.Annotations[AnnotationMinMember]; ok {
+			sized[key] = true
+		}
+		if p.Spec.NodeName == "" {
+			pending[key] = true
+		}
+	}
+	for key := range s.noGroup {
+		if !pending[key] || known[key] {
+			delete(s.noGroup, key)
+		}
+	}
+	unread := map[string]bool{}
+	for key := range pending {
+		if known[key] || sized[key] || s.noGroup[key] {
+			continue
+		}
+		ns, name, _ := strings.Cut(key, "/")
+		x, err := s.dyn.Resource(v1alpha1.PodGroupsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			s.noGroup[key] = true
+		case err != nil:
+			// Unknown size: the gang's pending pods sit this cycle out
+			// rather than be placed one by one.
+			s.opt.Logger.Warn("PodGroup not read", "podgroup", key, "err", err)
+			unread[key] = true
+		default:
+			if pg, err := v1alpha1.FromUnstructured[v1alpha1.PodGroup](x); err == nil {
+				obj.PodGroups = append(obj.PodGroups, pg)
+			}
+		}
+	}
+	if len(unread) > 0 {
+		obj.Pods = slices.DeleteFunc(slices.Clone(obj.Pods), func(p *corev1.Pod) bool {
+			return p.Spec.NodeName == "" && unread[p.Namespace+"/"+GroupName(p)]
+		})
+	}
 }
 
 func (s *Scheduler) listDynamic(l cache.GenericLister) []runtime.Object {

@@ -134,6 +134,9 @@ type Scheduler struct {
 	changes  map[string]*migChange // node -> MIG change in flight
 	waitFor  map[string]string     // job -> node whose MIG change it waits for
 	reasons  map[types.UID]string  // last wait reason reported per pod
+	// noGroup holds the gangs (namespace/name) whose PodGroup the API
+	// server did not have when asked (confirmPodGroups).
+	noGroup  map[string]bool
 	placed   map[types.UID]*cluster.Assignment
 	statuses statusCache
 
@@ -169,7 +172,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opt Options, m *Met
 		opt: opt, client: client, dyn: dyn, metrics: m,
 		engine:  sched.New(cfg, rand.New(rand.NewSource(opt.Seed))),
 		kick:    make(chan struct{}, 1),
-		assumed: map[types.UID]assumedBind{}, evicting: map[types.UID]time.Time{},
+		assumed: map[types.UID]assumedBind{}, evicting: map[types.UID]time.Time{}, noGroup: map[string]bool{},
 		changes: map[string]*migChange{}, waitFor: map[string]string{}, reasons: map[types.UID]string{},
 	}
 	s.factory = informers.NewSharedInformerFactory(client, 0)
