@@ -183,15 +183,22 @@ func (s *scheduler) stop() {
 // testOptions are quick defaults: a short interval and cooldown, so tests
 // do not wait on time-based rules.
 func testOptions() kube.Options {
-	return kube.Options{Interval: 100 * time.Millisecond, ReconfigCooldown: time.Second, Grace: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return kube.Options{Interval: 100 * time.Millisecond, ReconfigCooldown: time.Second, Grace: time.Second}
 }
 
-// startScheduler runs a scheduler until the test ends (or stop).
+// startScheduler runs a scheduler until the test ends (or stop). Without
+// a logger of the test's own, the scheduler's last log lines (debug
+// level: each job's reason to wait) are printed if the test fails.
 func (e *env) startScheduler(opt kube.Options) *scheduler {
 	e.t.Helper()
 	if opt.Logger == nil {
-		opt.Logger = testOptions().Logger
+		tail := &logTail{}
+		opt.Logger = slog.New(slog.NewTextHandler(tail, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		e.t.Cleanup(func() {
+			if e.t.Failed() {
+				e.t.Logf("the scheduler's last log lines:\n%s", tail.String())
+			}
+		})
 	}
 	if os.Getenv("PARTITA_TEST_LOG") != "" {
 		opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -453,3 +460,27 @@ func evictedByAPI(p *corev1.Pod) bool {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// logTail keeps the last lines written to it.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+const logTailLines = 300
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimRight(string(p), "\n"))
+	if len(l.lines) > 2*logTailLines {
+		l.lines = append(l.lines[:0], l.lines[len(l.lines)-logTailLines:]...)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines[max(0, len(l.lines)-logTailLines):], "\n")
+}
