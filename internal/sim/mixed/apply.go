@@ -34,7 +34,8 @@ func (w *world) cycleOf(only []string) error {
 	d := w.sch.Cycle(in)
 	// After the starts: a job started now is not waiting.
 	if only == nil {
-		w.reasons, w.recent = d.Waiting, map[string]string{}
+		w.reasons = d.Waiting
+		clear(w.recent)
 		defer w.metrics.waiting(w, d)
 	} else {
 		for id, wt := range d.Waiting {
