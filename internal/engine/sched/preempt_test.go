@@ -791,6 +791,29 @@ func TestABestEffortClaimAsksForACycleWhenTheProtectionLapses(t *testing.T) {
 	}
 }
 
+func TestAClaimHeldOffByAnotherOfItsKindAsksForACycleToo(t *testing.T) {
+	// As above, with two such claims of a: the first searches and finds
+	// only protected production; the second, the same shape, class and
+	// team, makes no search of its own in that cycle (it would find the
+	// same). Both ask for a cycle at +15 s: without one, the second
+	// waited for the next periodic look (seed 52 of the default
+	// scenario: two experiments started after 90 s and 100 s of their
+	// 90).
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").mig().build()
+	w := newWorld(t, st.Clone(), newScheduler(t, "partita", st),
+		team("a").guarantee(2).burst(2), team("b").burst(8)).at(hour)
+	for k := 0; k < 7; k++ {
+		w.runningSlice(job(fmt.Sprintf("b-serve-%d", k)).team("b").production().migProfile("1g.10gb"), fmt.Sprintf("n1:0:1g.10gb@%d", k))
+	}
+	w.submit(job("a-nb1").team("a").bestEffort().migProfile("1g.10gb").submitted(hour))
+	w.submit(job("a-nb2").team("a").bestEffort().migProfile("1g.10gb").submitted(hour + time.Second))
+	d := w.cycle()
+	want := []Retry{{Job: "a-nb1", At: hour + 15*time.Second}, {Job: "a-nb2", At: hour + 15*time.Second}}
+	if !slices.Equal(d.Retries, want) || len(victimsOf(d)) != 0 {
+		t.Fatalf("at +0: retries %v, victims %v; want %v and none", d.Retries, victimsOf(d), want)
+	}
+}
+
 func TestAClaimInFlightCountsAgainstItsTeamsGuarantee(t *testing.T) {
 	// c borrows both GPUs. b is owed one: its first job evicts borrow1 for
 	// it. While borrow1 leaves, b's second job is not owed another (the
