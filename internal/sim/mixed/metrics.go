@@ -306,7 +306,7 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 		}
 		t := &w.teams[j.team]
 		if j.Phase != sched.Pending || usage[j.team]+float64(j.milli) > float64(t.Guarantee) {
-			j.owed = false
+			j.owed, j.owedLate = false, false
 			continue
 		}
 		if !j.owed {
@@ -321,6 +321,12 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 			j.owed, j.owedSince = true, since
 		}
 		if now-j.owedSince > limit {
+			if !j.owedLate {
+				// Once per episode: the first thing to look for in a
+				// trace when the owed clock is not 0.
+				j.owedLate = true
+				w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), usage[j.team], t.Guarantee, d.Waiting[j.ID()].Reason)
+			}
 			m.violatingOwed[t.Name] = true
 		}
 		if now-j.queuedAt > limit {

@@ -432,6 +432,34 @@ func TestTheOwedClockStartsWhenTheTeamsHoldingsFell(t *testing.T) {
 	}
 }
 
+// A job owed past 60 s plus the grace is named once in the trace, with
+// its wait reason, when it crosses the line; the owed clock counts it.
+func TestAnOwedViolationIsTracedOnce(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owedlate.yaml"))
+	var trace strings.Builder
+	r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true, ReconfigDelay: 10 * time.Minute, Trace: &trace})
+	job := w.byID["train-000000"]
+	if job == nil || !job.started {
+		t.Fatal("a's job never started")
+	}
+	limit := time.Minute + w.sch.Config().Grace
+	if wait := job.firstRun - time.Minute; wait <= limit {
+		t.Fatalf("a's job started %v after it arrived, want more than %v: the scenario does not test the trace", wait, limit)
+	}
+	if r.GuaranteeViolationOwed <= 0 {
+		t.Errorf("owed clock: %.0f s, want more than 0", r.GuaranteeViolationOwed)
+	}
+	var lines []string
+	for _, l := range strings.Split(trace.String(), "\n") {
+		if strings.Contains(l, "owed violation") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "owed violation a: train-000000") || !strings.Contains(lines[0], sched.WaitReconfig) {
+		t.Errorf("owed violation lines %q, want one for train-000000 waiting %q", lines, sched.WaitReconfig)
+	}
+}
+
 // The unallocated GPU-hours go to why they stood idle: nothing waiting,
 // a team at its limit, a gang that needs more than stands free
 // (testdata/idle.yaml works out each hour), and they add up with the

@@ -82,6 +82,7 @@ type job struct {
 	// without a break since (owed: it is set).
 	owedSince time.Duration
 	owed      bool
+	owedLate  bool // past 60 s + grace since owedSince: traced once
 	started   bool // has ever run
 	done      bool
 	finish    time.Duration
