@@ -1003,9 +1003,10 @@ func (s *Scheduler) searchVictims(c *cycle, j *Job, reqs []*engine.Request) stri
 // cycle until 2026-12-02 and waited for the periodic look (seed 52 at
 // 162,127 s: four experiments evicted at once for a fine-tune; the two
 // that searched second started after 90 s and 100 s of their 90).
-// Seeds 1-576 / 577-1152: every target by the owed clock on 433 / 416
-// (425 / 416), no owed violation on 494 / 490 (483 / 488), owed clock
-// 3.8k / 3.9k team-s (5.2k / 4.3k).
+// Seeds 1-576 / 577-1152 / 1153-1728 / 1729-2304: every target by the
+// owed clock on 433 / 416 / 415 / 403 (425 / 416 / 417 / 406), no owed
+// violation on 494 / 490 / 474 / 478 (483 / 488 / 474 / 480), owed
+// clock 3.8k / 3.9k / 6.1k / 5.5k team-s (5.2k / 4.3k / 6.6k / 5.4k).
 func (s *Scheduler) noteRetry(c *cycle, j *Job) {
 	if s.cfg.ProtectProductionFor <= 0 || j.Spec.Class != workload.BestEffort || !withinGuarantee(c, j) {
 		return
