@@ -1012,15 +1012,17 @@ func (s *Scheduler) noteRetry(c *cycle, j *Job) {
 		return
 	}
 	since, owed := s.owedSince[j.ID()]
+	lapses := since + s.cfg.ProtectProductionFor
+	if !owed || c.in.Now >= lapses {
+		return // lapsed already (protectionLapsed)
+	}
 	// Held off by its own search, or by one of another job of its key
 	// that found nothing (searchDue): it made none of its own then.
-	lapses := since + s.cfg.ProtectProductionFor
 	at := max(s.searchBackoff[j.ID()], s.noVictimsUntil[s.preemptKey(c, j)])
-	if !owed || c.in.Now >= lapses || at <= c.in.Now {
-		return // lapsed already (protectionLapsed), or no search held off
+	if at <= c.in.Now {
+		return // no search held off
 	}
-	at = max(at, lapses)
-	c.d.Retries = append(c.d.Retries, Retry{Job: j.ID(), At: at})
+	c.d.Retries = append(c.d.Retries, Retry{Job: j.ID(), At: max(at, lapses)})
 }
 
 // noteOwed records when j, waiting, was first seen within its team's
