@@ -45,7 +45,12 @@ type Result struct {
 	// unallocated (idleCause): their sum is (1 − allocated_utilization) ×
 	// GPUs × the horizon in hours, but for the moments when the instances
 	// held count more than the cluster's GPUs (docs/metrics.md).
-	IdleGPUHours        map[string]float64 `json:"idle_gpu_hours"`
+	IdleGPUHours map[string]float64 `json:"idle_gpu_hours"`
+	// OwedLateJobs counts the jobs that waited past the guarantee's 60 s
+	// plus grace by the owed clock, once per episode, by class and wait
+	// reason at that moment ("best-effort: REASON"; docs/metrics.md):
+	// where the owed clock's time comes from, without a trace.
+	OwedLateJobs        map[string]int     `json:"owed_late_jobs"`
 	MIGReconfigurations int                `json:"mig_reconfigurations"`
 	Migrations          int                `json:"migrations"`
 	Jobs                int                `json:"jobs"`
@@ -93,11 +98,12 @@ type metrics struct {
 	// them; idleSec the unallocated GPU-seconds by cause.
 	idleCause string
 	idleSec   map[string]float64
+	owedLate  map[string]int // jobs past the owed limit, by wait reason
 }
 
 func newMetrics(w *world) *metrics {
 	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}, firstDrop: make([]time.Duration, len(w.teams)),
-		idleCause: IdleNoWork, idleSec: map[string]float64{}}
+		idleCause: IdleNoWork, idleSec: map[string]float64{}, owedLate: map[string]int{}}
 	for i := range m.firstDrop {
 		m.firstDrop[i] = -1
 	}
@@ -325,6 +331,11 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 				// Once per episode: the first thing to look for in a
 				// trace when the owed clock is not 0.
 				j.owedLate = true
+				why := d.Waiting[j.ID()].Reason
+				if why == "" {
+					why = IdleNoCycle
+				}
+				m.owedLate[fmt.Sprintf("%s: %s", j.Spec.Class, why)]++
 				w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), usage[j.team], t.Guarantee, d.Waiting[j.ID()].Reason)
 			}
 			m.violatingOwed[t.Name] = true
@@ -460,7 +471,10 @@ func (m *metrics) result(w *world) *Result {
 		Scenario: w.sc.Name, Scheduler: w.opt.Scheduler, OOMEvents: m.oom, Preemptions: m.preemptions,
 		MIGReconfigurations: m.reconfigs, Migrations: m.migrations, GuaranteeViolation: m.violationS, GuaranteeViolationOwed: m.violationOwedS, LostGPUHours: m.lostGPUSec / 3600,
 		Jobs: len(w.jobs), GPUs: int(m.gpus), Timeline: m.timeline, WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{},
-		Entitlement: map[string]float64{}, IdleGPUHours: map[string]float64{}, Horizon: w.sc.Duration,
+		Entitlement: map[string]float64{}, IdleGPUHours: map[string]float64{}, OwedLateJobs: map[string]int{}, Horizon: w.sc.Duration,
+	}
+	for reason, n := range m.owedLate {
+		r.OwedLateJobs[reason] = n
 	}
 	for cause, sec := range m.idleSec {
 		r.IdleGPUHours[cause] = sec / 3600

@@ -1,6 +1,7 @@
 package mixed
 
 import (
+	"maps"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -457,6 +458,15 @@ func TestAnOwedViolationIsTracedOnce(t *testing.T) {
 	}
 	if len(lines) != 1 || !strings.Contains(lines[0], "owed violation a: train-000000") || !strings.Contains(lines[0], sched.WaitReconfig) {
 		t.Errorf("owed violation lines %q, want one for train-000000 waiting %q", lines, sched.WaitReconfig)
+	}
+	// The result counts the same episode without a trace, by class and
+	// reason.
+	want := map[string]int{job.Spec.Class.String() + ": " + sched.WaitReconfig: 1}
+	if !maps.Equal(r.OwedLateJobs, want) {
+		t.Errorf("owed_late_jobs %v, want %v", r.OwedLateJobs, want)
+	}
+	if s := Summarize([]*Result{r, r}); !maps.Equal(s.OwedLateJobs, map[string]int{job.Spec.Class.String() + ": " + sched.WaitReconfig: 2}) {
+		t.Errorf("owed_late_jobs_total over two copies %v, want twice %v", s.OwedLateJobs, want)
 	}
 }
 

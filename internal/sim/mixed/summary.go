@@ -44,6 +44,8 @@ type Summary struct {
 	// IdleGPUHoursMean is idle_gpu_hours averaged over the seeds (a seed
 	// without a cause counts 0 for it).
 	IdleGPUHoursMean map[string]float64 `json:"idle_gpu_hours_mean"`
+	// OwedLateJobs is owed_late_jobs summed over the seeds.
+	OwedLateJobs map[string]int `json:"owed_late_jobs_total"`
 }
 
 // Summarize sums results, one per seed, of one scheduler. A seed whose
@@ -57,7 +59,7 @@ func Summarize(results []*Result) Summary {
 	if len(results) == 0 {
 		return s
 	}
-	s.IdleGPUHoursMean = map[string]float64{}
+	s.IdleGPUHoursMean, s.OwedLateJobs = map[string]float64{}, map[string]int{}
 	s.UsefulMin, s.JainMin, s.OfferedLoadMin = math.Inf(1), math.Inf(1), math.Inf(1)
 	for _, r := range results {
 		s.OfferedLoadMean += r.OfferedLoad
@@ -113,6 +115,9 @@ func Summarize(results []*Result) Summary {
 		s.Migrations += r.Migrations
 		for cause, h := range r.IdleGPUHours {
 			s.IdleGPUHoursMean[cause] += h / float64(len(results))
+		}
+		for reason, n := range r.OwedLateJobs {
+			s.OwedLateJobs[reason] += n
 		}
 	}
 	s.UsefulMean /= float64(len(results))

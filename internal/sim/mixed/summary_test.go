@@ -26,6 +26,8 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 	}
 	results[0].IdleGPUHours = map[string]float64{IdleNoWork: 10}
 	results[1].IdleGPUHours = map[string]float64{IdleNoWork: 5, IdleTooBig: 2.5}
+	results[1].OwedLateJobs = map[string]int{"batch: a": 2, "best-effort: b": 1}
+	results[4].OwedLateJobs = map[string]int{"batch: a": 1}
 	got := Summarize(results)
 	want := Summary{
 		Seeds: 5, UsefulMean: (0.90 + 0.84 + 0.86 + 0.88 + 0.87) / 5, UsefulMin: 0.84, UsefulMet: 4,
@@ -35,6 +37,7 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 		OOMEvents: 2, Preemptions: 50, LostGPUHours: 7.5, AllTargetsMet: 1, AllTargetsMetOwed: 2,
 		OfferedLoadMean: 1, OfferedLoadMin: 0.75, BelowCapacity: 2,
 		IdleGPUHoursMean: map[string]float64{IdleNoWork: 3, IdleTooBig: 0.5},
+		OwedLateJobs:     map[string]int{"batch: a": 3, "best-effort: b": 1},
 	}
 	if math.Abs(got.UsefulMean-want.UsefulMean) > 1e-12 {
 		t.Errorf("useful mean %v, want %v", got.UsefulMean, want.UsefulMean)
