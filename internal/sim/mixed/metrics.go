@@ -98,7 +98,7 @@ type metrics struct {
 	// them; idleSec the unallocated GPU-seconds by cause.
 	idleCause string
 	idleSec   map[string]float64
-	owedLate  map[string]int // jobs past the owed limit, by wait reason
+	owedLate  map[string]int // jobs past the owed limit, by class and wait reason
 }
 
 func newMetrics(w *world) *metrics {
