@@ -470,6 +470,30 @@ func TestAnOwedViolationIsTracedOnce(t *testing.T) {
 	}
 }
 
+// The report lists owed_late_jobs, most frequent first, one column per
+// scheduler, and leaves the table out when no scheduler has any.
+func TestTheReportListsOwedLateJobs(t *testing.T) {
+	res := func(name string, late map[string]int) *Result {
+		return &Result{Scenario: "x", Scheduler: name, WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{}, OwedLateJobs: late}
+	}
+	var b strings.Builder
+	if err := writeMarkdown(&b, "cmd", []*Result{res("p", map[string]int{"batch: x": 1, "best-effort: y": 3}), res("q", map[string]int{"batch: x": 1})}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	y, x := strings.Index(out, "| best-effort: y | 3 | 0 |"), strings.Index(out, "| batch: x | 1 | 1 |")
+	if y < 0 || x < 0 || y > x {
+		t.Errorf("want the row of 3 then the row of 2, one column per scheduler:\n%s", out)
+	}
+	b.Reset()
+	if err := writeMarkdown(&b, "cmd", []*Result{res("p", map[string]int{})}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "owed_late_jobs") {
+		t.Errorf("no owed-late jobs, yet the table is there:\n%s", b.String())
+	}
+}
+
 // The unallocated GPU-hours go to why they stood idle: nothing waiting,
 // a team at its limit, a gang that needs more than stands free
 // (testdata/idle.yaml works out each hour), and they add up with the

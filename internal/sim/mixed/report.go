@@ -56,6 +56,7 @@ func writeMarkdown(w io.Writer, command string, results []*Result) error {
 	}
 	fmt.Fprintln(w)
 	writeGPUHours(w, results)
+	writeOwedLate(w, results)
 	fmt.Fprintln(w, "![utilization](utilization.svg)")
 	for _, r := range results {
 		fmt.Fprintf(w, "\n![teams under %s](teams-%s.svg)\n", r.Scheduler, r.Scheduler)
@@ -108,6 +109,50 @@ func writeGPUHours(w io.Writer, results []*Result) {
 	})
 	for _, cause := range causes {
 		row("unallocated: "+cause, func(r *Result) float64 { return r.IdleGPUHours[cause] })
+	}
+	fmt.Fprintln(w)
+}
+
+// writeOwedLate lists, when any scheduler has some, the jobs that waited
+// past the guarantee's limit by the owed clock, by class and wait reason
+// (owed_late_jobs): where the owed clock's time comes from.
+func writeOwedLate(w io.Writer, results []*Result) {
+	total := map[string]int{}
+	for _, r := range results {
+		for key, n := range r.OwedLateJobs {
+			total[key] += n
+		}
+	}
+	if len(total) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(total))
+	for key := range total {
+		keys = append(keys, key)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if total[keys[a]] != total[keys[b]] {
+			return total[keys[a]] > total[keys[b]]
+		}
+		return keys[a] < keys[b]
+	})
+	fmt.Fprintln(w, "Jobs owed their team's guarantee that waited past 60 s plus the grace (`owed_late_jobs`: once per episode, by class and the reason they waited at that moment; `--trace` names each).")
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "| class: wait reason |")
+	for _, r := range results {
+		fmt.Fprintf(w, " %s |", r.Scheduler)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range results {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for _, key := range keys {
+		fmt.Fprintf(w, "| %s |", key)
+		for _, r := range results {
+			fmt.Fprintf(w, " %d |", r.OwedLateJobs[key])
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 }
