@@ -69,33 +69,10 @@ func writeMarkdown(w io.Writer, command string, results []*Result) error {
 // unallocated by cause (idle_gpu_hours, the causes that cost most
 // first).
 func writeGPUHours(w io.Writer, results []*Result) {
-	total := map[string]float64{}
-	for _, r := range results {
-		for cause, h := range r.IdleGPUHours {
-			total[cause] += h
-		}
-	}
-	causes := make([]string, 0, len(total))
-	for cause := range total {
-		causes = append(causes, cause)
-	}
-	sort.Slice(causes, func(a, b int) bool {
-		if total[causes[a]] != total[causes[b]] {
-			return total[causes[a]] > total[causes[b]]
-		}
-		return causes[a] < causes[b]
-	})
+	causes := keysByTotal(results, func(r *Result) map[string]float64 { return r.IdleGPUHours })
 	fmt.Fprintln(w, "Where the GPU-hours went: needed by running work, held but not needed, and unallocated by cause (`idle_gpu_hours`: why the GPUs no one held stood idle, as the last scheduling cycle saw it).")
 	fmt.Fprintln(w)
-	fmt.Fprint(w, "| GPU-hours |")
-	for _, r := range results {
-		fmt.Fprintf(w, " %s |", r.Scheduler)
-	}
-	fmt.Fprint(w, "\n|---|")
-	for range results {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprintln(w)
+	tableHead(w, "GPU-hours", results)
 	row := func(name string, value func(*Result) float64) {
 		fmt.Fprintf(w, "| %s |", name)
 		for _, r := range results {
@@ -117,14 +94,31 @@ func writeGPUHours(w io.Writer, results []*Result) {
 // past the guarantee's limit by the owed clock, by class and wait reason
 // (owed_late_jobs): where the owed clock's time comes from.
 func writeOwedLate(w io.Writer, results []*Result) {
-	total := map[string]int{}
-	for _, r := range results {
-		for key, n := range r.OwedLateJobs {
-			total[key] += n
-		}
-	}
-	if len(total) == 0 {
+	keys := keysByTotal(results, func(r *Result) map[string]int { return r.OwedLateJobs })
+	if len(keys) == 0 {
 		return
+	}
+	fmt.Fprintln(w, "Jobs owed their team's guarantee that waited past 60 s plus the grace (`owed_late_jobs`: once per episode, by class and the reason they waited at that moment; `--trace` names each).")
+	fmt.Fprintln(w)
+	tableHead(w, "class: wait reason", results)
+	for _, key := range keys {
+		fmt.Fprintf(w, "| %s |", key)
+		for _, r := range results {
+			fmt.Fprintf(w, " %d |", r.OwedLateJobs[key])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// keysByTotal returns the keys of every result's of map, largest sum
+// over the results first, ties by name.
+func keysByTotal[V int | float64](results []*Result, of func(*Result) map[string]V) []string {
+	total := map[string]V{}
+	for _, r := range results {
+		for key, v := range of(r) {
+			total[key] += v
+		}
 	}
 	keys := make([]string, 0, len(total))
 	for key := range total {
@@ -136,23 +130,19 @@ func writeOwedLate(w io.Writer, results []*Result) {
 		}
 		return keys[a] < keys[b]
 	})
-	fmt.Fprintln(w, "Jobs owed their team's guarantee that waited past 60 s plus the grace (`owed_late_jobs`: once per episode, by class and the reason they waited at that moment; `--trace` names each).")
-	fmt.Fprintln(w)
-	fmt.Fprint(w, "| class: wait reason |")
+	return keys
+}
+
+// tableHead writes a Markdown table's header: first, then one column
+// per scheduler.
+func tableHead(w io.Writer, first string, results []*Result) {
+	fmt.Fprintf(w, "| %s |", first)
 	for _, r := range results {
 		fmt.Fprintf(w, " %s |", r.Scheduler)
 	}
 	fmt.Fprint(w, "\n|---|")
 	for range results {
 		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprintln(w)
-	for _, key := range keys {
-		fmt.Fprintf(w, "| %s |", key)
-		for _, r := range results {
-			fmt.Fprintf(w, " %d |", r.OwedLateJobs[key])
-		}
-		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 }
