@@ -251,17 +251,6 @@ func newShadow(s *State) shadow {
 	return sh
 }
 
-func (sh shadow) clone() shadow {
-	c := shadow{}
-	for n, tasks := range sh {
-		c[n] = map[string]Assignment{}
-		for k, a := range tasks {
-			c[n][k] = a
-		}
-	}
-	return c
-}
-
 // record updates the shadow after a successful mutating op.
 func (sh shadow) record(o op) {
 	switch o.kind {

@@ -127,7 +127,6 @@ func (b *runningBuilder) share(gpuIndex, milli int) *runningBuilder {
 	b.a.Grants = append(b.a.Grants, cluster.Grant{GPU: gpuIndex, Milli: milli})
 	return b
 }
-func (b *runningBuilder) whole(gpuIndex int) *runningBuilder { return b.share(gpuIndex, 1000) }
 
 // instance holds the MIG instance "profile@start" of GPU gpuIndex.
 func (b *runningBuilder) instance(gpuIndex int, placement string) *runningBuilder {

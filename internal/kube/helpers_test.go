@@ -94,7 +94,6 @@ func (b *podBuilder) label(k, v string) *podBuilder      { b.p.Labels[k] = v; re
 func (b *podBuilder) scheduler(name string) *podBuilder  { b.p.Spec.SchedulerName = name; return b }
 func (b *podBuilder) group(g string) *podBuilder         { return b.label(LabelPodGroup, g) }
 func (b *podBuilder) queue(q string) *podBuilder         { return b.label(LabelQueue, q) }
-func (b *podBuilder) priority(v int32) *podBuilder       { b.p.Spec.Priority = &v; return b }
 func (b *podBuilder) priorityClass(c string) *podBuilder { b.p.Spec.PriorityClassName = c; return b }
 func (b *podBuilder) phase(ph corev1.PodPhase) *podBuilder {
 	b.p.Status.Phase = ph

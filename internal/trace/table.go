@@ -177,9 +177,6 @@ func (t *table) csvError(err error) error {
 	return &ParseError{File: t.file, Err: err}
 }
 
-// has reports whether column c is in the file.
-func (t *table) has(c int) bool { return t.pos[c] >= 0 }
-
 // cell is the text of column c in the current row; "" when absent.
 func (t *table) cell(c int) string {
 	if t.pos[c] < 0 {

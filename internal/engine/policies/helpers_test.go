@@ -107,8 +107,7 @@ func running(name string) *runningBuilder {
 	return &runningBuilder{a: cluster.Assignment{Task: name}}
 }
 
-func (b *runningBuilder) cpu(milli int64) *runningBuilder  { b.a.CPUMilli = milli; return b }
-func (b *runningBuilder) memory(mib int64) *runningBuilder { b.a.MemoryMiB = mib; return b }
+func (b *runningBuilder) cpu(milli int64) *runningBuilder { b.a.CPUMilli = milli; return b }
 func (b *runningBuilder) share(gpuIndex, milli int) *runningBuilder {
 	b.a.Grants = append(b.a.Grants, cluster.Grant{GPU: gpuIndex, Milli: milli})
 	return b

@@ -624,17 +624,16 @@ func (s *Scheduler) consider(c *cycle, j *Job) string {
 	idx := pendingTasks(j)
 	if !j.Spec.IsGang() && len(reqs) > 1 {
 		// Replicas that need not start together: start each that fits.
-		var leftIdx []int
 		var left []*engine.Request
 		for k, r := range reqs {
 			if !s.tryStart(c, j, idx[k:k+1], reqs[k:k+1]) {
-				leftIdx, left = append(leftIdx, idx[k]), append(left, r)
+				left = append(left, r)
 			}
 		}
 		if len(left) == 0 {
 			return ""
 		}
-		idx, reqs = leftIdx, left
+		reqs = left
 	} else if s.tryStart(c, j, idx, reqs) {
 		return ""
 	}

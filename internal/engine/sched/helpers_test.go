@@ -67,10 +67,6 @@ func (f *fleetBuilder) gpus(count int, model string) *fleetBuilder {
 	return f
 }
 func (f *fleetBuilder) mig() *fleetBuilder { f.last().spec.MIG = true; return f }
-func (f *fleetBuilder) cpu(milli int64) *fleetBuilder {
-	f.last().spec.CPUMilli = milli
-	return f
-}
 
 // layout gives every GPU of the group the MIG instances in text form
 // ("4g.40gb@0,3g.40gb@4"); it implies mig().
