@@ -328,3 +328,55 @@ func FuzzParseSeeds(f *testing.F) {
 		}
 	})
 }
+
+// --cycle-every and --coalesce set the world's cadence, for one seed and
+// for --seeds alike; the defaults are the standalone server's.
+func TestBenchMixedCadence(t *testing.T) {
+	const scenario = "../../scenarios/default.yaml"
+	run := func(args ...string) map[string]json.RawMessage {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		args = append([]string{"bench", "mixed", "--scenario", scenario, "--policies", "partita", "--horizon", "12h", "--json"}, args...)
+		if code := dispatch(args, &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		var got struct {
+			Policies map[string]struct {
+				Seeds map[string]map[string]json.RawMessage `json:"seeds"`
+			} `json:"policies"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Policies["partita"].Seeds["2"]
+	}
+	same := func(a, b map[string]json.RawMessage) bool {
+		if len(a) == 0 || len(a) != len(b) {
+			return false
+		}
+		for k, v := range a {
+			if !bytes.Equal(v, b[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	def := run("--seeds", "2")
+	if !same(def, run("--seeds", "2", "--cycle-every", "60s", "--coalesce", "5s")) {
+		t.Error("--cycle-every 60s --coalesce 5s differs from the defaults; want them the same")
+	}
+	fast := run("--seeds", "2", "--cycle-every", "2s", "--coalesce", "2s")
+	if same(def, fast) {
+		t.Error("a 2 s cadence gave the default cadence's results; want the flags to reach the world")
+	}
+	if !same(fast, run("--seeds", "2", "--workers", "1", "--coalesce", "2s", "--cycle-every", "2s")) {
+		t.Error("the same cadence gave other results on a second run")
+	}
+	for _, bad := range [][]string{{"--cycle-every", "-1s"}, {"--coalesce", "500ms"}, {"--cycle-every", "x"}} {
+		var out, errOut bytes.Buffer
+		code := dispatch(append([]string{"bench", "mixed", "--scenario", scenario}, bad...), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), bad[0][2:]) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming the flag", bad, code, errOut.String())
+		}
+	}
+}

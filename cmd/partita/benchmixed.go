@@ -34,6 +34,8 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the runs to this file")
 	seedList := fs.String("seeds", "", "run every seed of a range (1-144) or list (1,5,9) and summarize each scheduler over them (not with --seed, --out or --trace)")
 	workers := fs.Int("workers", 0, "parallel runs with --seeds (0: one per CPU)")
+	cycleEvery := fs.Duration("cycle-every", 0, "the longest the scheduler waits between cycles while work waits (0: 60 s, the standalone server's 1 s tick at 60x)")
+	coalesce := fs.Duration("coalesce", 0, "the least time between two full cycles, so that events close together share one (0: 5 s, about the standalone server's 100 ms at 60x)")
 	reserve := fs.Float64("production-reserve", -1, "GPUs partita keeps free of borrowed batch and best-effort work and borrowed production on whole GPUs, for production (-1: the scenario's production_reserve_gpus)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -58,6 +60,15 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	if *workers < 0 {
 		fmt.Fprintf(stderr, "bench mixed: --workers %d: want 0 (one per CPU) or more\n", *workers)
 		return 2
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"cycle-every", *cycleEvery}, {"coalesce", *coalesce}} {
+		if f.d != 0 && f.d < time.Second {
+			fmt.Fprintf(stderr, "bench mixed: --%s %v: want 1s or more (0: the default)\n", f.name, f.d)
+			return 2
+		}
 	}
 	var reserveGPUs *float64 // nil: the scenario's
 	if *reserve != -1 {
@@ -107,8 +118,10 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	if *horizon > 0 {
 		sc.Duration = *horizon
 	}
+	// What every run shares; each sets its scheduler and seed.
+	world := mixed.Options{ProductionReserveGPUs: reserveGPUs, CycleEvery: *cycleEvery, Coalesce: *coalesce}
 	if seeds != nil {
-		return runMixedSeeds(sc, splitList(*policyList), seeds, *workers, reserveGPUs, *asJSON, stdout, stderr)
+		return runMixedSeeds(sc, splitList(*policyList), seeds, *workers, world, *asJSON, stdout, stderr)
 	}
 	if *seed == 0 {
 		*seed = sc.Seed
@@ -126,7 +139,9 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	var results []*mixed.Result
 	for _, name := range splitList(*policyList) {
 		start := time.Now()
-		r, err := mixed.Run(sc, mixed.Options{Scheduler: name, Seed: *seed, Trace: trace, ProductionReserveGPUs: reserveGPUs})
+		opt := world
+		opt.Scheduler, opt.Seed, opt.Trace = name, *seed, trace
+		r, err := mixed.Run(sc, opt)
 		if err != nil {
 			fmt.Fprintf(stderr, "bench mixed: %s: %v\n", name, err)
 			return 1
@@ -166,7 +181,7 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 
 // runMixedSeeds is bench mixed --seeds: every scheduler on every seed,
 // runs in parallel, then a summary per scheduler (mixed.Summarize).
-func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, workers int, reserve *float64, asJSON bool, stdout, stderr io.Writer) int {
+func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, workers int, world mixed.Options, asJSON bool, stdout, stderr io.Writer) int {
 	seeds = slices.Compact(seeds) // parseSeeds sorts
 	if workers == 0 {
 		workers = runtime.NumCPU()
@@ -191,7 +206,9 @@ func runMixedSeeds(sc *scenario.Scenario, policies []string, seeds []int64, work
 		go func() {
 			defer wg.Done()
 			for r := range runs {
-				res, err := mixed.Run(sc, mixed.Options{Scheduler: policies[r.policy], Seed: seeds[r.seed], ProductionReserveGPUs: reserve})
+				opt := world
+				opt.Scheduler, opt.Seed = policies[r.policy], seeds[r.seed]
+				res, err := mixed.Run(sc, opt)
 				mu.Lock()
 				results[r.policy][r.seed], errs[r.policy][r.seed] = res, err
 				done++
