@@ -109,9 +109,10 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request, nowOnl
 			if s.migForMoves(c, after, r, allowed, j, len(moves), gone) {
 				return WaitReconfig
 			}
-			if len(reqs) == 1 {
+			if len(reqs) == 1 && c.in.Now >= s.roundsUntil[j.ID()] {
 				if vs, held := s.victimsFirst(c, after, r, allowed, j); len(vs) > 0 {
 					s.preempt(c, j, vs, held)
+					s.countRound(c, j)
 					return WaitPreempting
 				}
 			}
@@ -135,6 +136,12 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request, nowOnl
 	if len(moves) == 0 && !s.relocates(c, j, victims) {
 		return "" // nothing to move or relocate: the victim search's case
 	}
+	if until := s.roundsUntil[j.ID()]; len(victims) > 0 && c.in.Now < until {
+		// Its preemption rounds are backing off (countRound): the next
+		// plan when they end.
+		s.moveBackoff[j.ID()] = until
+		return ""
+	}
 	c.st = during
 	c.planChanged()
 	c.d.Migrations = append(c.d.Migrations, moves...)
@@ -143,6 +150,7 @@ func (s *Scheduler) consolidate(c *cycle, j *Job, reqs []*engine.Request, nowOnl
 	}
 	if len(victims) > 0 {
 		s.preempt(c, j, victims, nodes)
+		s.countRound(c, j)
 	} else {
 		s.promise(c, j, nodes)
 	}

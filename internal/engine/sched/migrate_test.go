@@ -914,3 +914,40 @@ func TestARelocatedGangGetsRoomFromBorrowedWorkElsewhere(t *testing.T) {
 		t.Fatalf("train did not start on n1: starts %v, train waits %q", startedJobs(d), reasonOf(d, "train"))
 	}
 }
+
+func TestRelocationRoundsThatDoNotStartTheClaimBackOff(t *testing.T) {
+	// train relocates c's experiment off n1 round after round, and each
+	// time another experiment of c's takes the GPU before train can (as
+	// the evicted work, owed in turn, did on the default scenario at a
+	// 2-second cadence: seed 205 evicted the same five experiments every
+	// 90 s for hours). A plan that evicts is a preemption round like a
+	// victim search's: past freeRounds, train's next waits.
+	st := fleet(t).nodes(2).gpus(2, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(1).burst(1), team("b").guarantee(2).burst(2), team("c").guarantee(1).burst(1)).at(hour)
+	exp := func(i int) string { return "exp-" + itoa(i) }
+	w.running(job(exp(1)).team("c").bestEffort().gpus(1), 0, hour-5*time.Minute, "n1:0")
+	w.running(job("a-batch").team("a").gpus(1), 0, 0, "n2:0")
+	w.submit(job("train").team("b").gpus(2).submitted(hour))
+
+	now, last := hour, hour
+	for round := 1; round <= freeRounds+1; round++ {
+		d := w.at(now).cycle()
+		if got := victimsOf(d); !slices.Equal(got, []string{exp(round)}) || len(d.Migrations) != 0 {
+			t.Fatalf("round %d: victims %v, migrations %+v, want [%s] relocated; train waits %q", round, got, d.Migrations, exp(round), reasonOf(d, "train"))
+		}
+		w.release().finish(exp(round))
+		w.running(job(exp(round+1)).team("c").bestEffort().gpus(1), now, now, "n1:0")
+		last = now
+		now += 10 * time.Second
+	}
+	for _, at := range []time.Duration{now, last + searchBackoffFor - time.Second} {
+		if d := w.at(at).cycle(); len(d.Preemptions) != 0 {
+			t.Errorf("%v after round %d: train evicts %v; want it held off for %v", at-last, freeRounds+1, victimsOf(d), searchBackoffFor)
+		}
+	}
+	next := exp(freeRounds + 2)
+	if d := w.at(last + searchBackoffFor).cycle(); !slices.Equal(victimsOf(d), []string{next}) {
+		t.Errorf("after the back-off: victims %v, want [%s]; train waits %q", victimsOf(d), next, reasonOf(d, "train"))
+	}
+}
