@@ -329,8 +329,8 @@ func FuzzParseSeeds(f *testing.F) {
 	})
 }
 
-// --cycle-every and --coalesce set the world's cadence, for one seed and
-// for --seeds alike; the defaults are the standalone server's.
+// --cycle-every and --coalesce set the simulated world's cadence; their
+// defaults are the cadence it had before them.
 func TestBenchMixedCadence(t *testing.T) {
 	const scenario = "../../scenarios/default.yaml"
 	run := func(args ...string) map[string]json.RawMessage {
