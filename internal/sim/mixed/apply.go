@@ -214,6 +214,7 @@ func (w *world) start(s sched.Start) error {
 	w.metrics.placed(w, j, s)
 	w.tracef("start %s task %d (%s/%s) on %s %v creates=%v", s.Job, s.Task, j.Spec.Team, j.Spec.Class, a.Node, grantsString(a), s.Creates)
 	if j.Complete() {
+		w.metrics.served(w, j)
 		j.Phase = sched.Running
 		j.Started = w.now()
 		j.Checkpoint = w.now()

@@ -1,8 +1,10 @@
 package mixed
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -71,23 +73,27 @@ type Sample struct {
 }
 
 type metrics struct {
-	gpus           float64
-	last           time.Duration
-	usefulNow      float64 // GPUs that running work needs now
-	allocNow       float64 // GPUs held now
-	migrations     int
-	usefulInt      float64 // GPU-seconds
-	allocInt       float64
-	oom            int
-	preemptions    int
-	reconfigs      int
-	lostGPUSec     float64
-	entitle        map[string]float64 // GPU milli
-	violating      map[string]bool
-	lastCheck      time.Duration
-	violationS     float64
-	violatingOwed  map[string]bool
-	violationOwedS float64
+	gpus        float64
+	last        time.Duration
+	usefulNow   float64 // GPUs that running work needs now
+	allocNow    float64 // GPUs held now
+	migrations  int
+	usefulInt   float64 // GPU-seconds
+	allocInt    float64
+	oom         int
+	preemptions int
+	reconfigs   int
+	lostGPUSec  float64
+	entitle     map[string]float64 // GPU milli
+	// spans and spansOwed are, per team (by position in world.teams), the
+	// stretches of violation since the last check, by the queueing clock
+	// and by the owed clock; violating, whether the team was in violation
+	// at the last check (for the trace).
+	spans, spansOwed [][]span
+	violating        []bool
+	lastCheck        time.Duration
+	violationS       float64
+	violationOwedS   float64
 	// firstDrop is, per team (by position in world.teams), when its
 	// holdings first fell since the last check (-1: not since): the
 	// earliest a job of the team not owed at that check became owed.
@@ -102,7 +108,7 @@ type metrics struct {
 }
 
 func newMetrics(w *world) *metrics {
-	m := &metrics{entitle: map[string]float64{}, violating: map[string]bool{}, violatingOwed: map[string]bool{}, firstDrop: make([]time.Duration, len(w.teams)),
+	m := &metrics{entitle: map[string]float64{}, spans: make([][]span, len(w.teams)), spansOwed: make([][]span, len(w.teams)), violating: make([]bool, len(w.teams)), firstDrop: make([]time.Duration, len(w.teams)),
 		idleCause: IdleNoWork, idleSec: map[string]float64{}, owedLate: map[string]int{}}
 	for i := range m.firstDrop {
 		m.firstDrop[i] = -1
@@ -275,35 +281,82 @@ func (m *metrics) lost(w *world, j *job, lost time.Duration) {
 	m.lostGPUSec += lost.Seconds() * jobHeld(w, j)
 }
 
-// waiting runs after each cycle: it charges guarantee violations for the
-// time since the last cycle, then looks again. A team is in violation
-// while it holds less than its guarantee and has a job that fits in what
-// it is still owed, waiting longer than 60 s plus the grace period: since
-// its queueing (violating), or since it became owed (violatingOwed).
+// waiting runs after each cycle: it charges guarantee violations since
+// the last cycle, then looks again. A team is in violation while it holds
+// less than its guarantee and has a job that fits in what it is still
+// owed, waiting longer than 60 s plus the grace period: since its queueing
+// (spans), or since it became owed (spansOwed).
 func (m *metrics) waiting(w *world, d sched.Decision) {
 	m.check(w, d, w.now())
 }
 
+// span is a stretch of time, from and to.
+type span struct{ from, to time.Duration }
+
+// addSpan notes that team was in violation from from to to, within the
+// stretch since the last check.
+func (m *metrics) addSpan(spans [][]span, team int, from, to time.Duration) {
+	if from = max(from, m.lastCheck); to > from {
+		spans[team] = append(spans[team], span{from, to})
+	}
+}
+
+// covered is the time the spans cover, overlaps counted once; it sorts
+// them.
+func covered(spans []span) time.Duration {
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	var total, end time.Duration
+	for _, s := range spans {
+		if s.to <= end {
+			continue
+		}
+		total += s.to - max(s.from, end)
+		end = s.to
+	}
+	return total
+}
+
+// served is called when j starts: the late part of its wait counts up to
+// now. Jobs served between two checks were charged up to the next check
+// until 2026-12-02, and a wait that crossed the line and ended between
+// two checks went unseen: the measured violation depended on how often
+// the scheduler ran a full cycle.
+func (m *metrics) served(w *world, j *job) {
+	if !j.owed || j.team < 0 {
+		return
+	}
+	now, limit := w.now(), time.Minute+w.sch.Config().Grace
+	m.addSpan(m.spans, j.team, j.queuedAt+limit, now)
+	m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
+	if now-j.owedSince > limit && !j.owedLate {
+		why, ok := w.recent[j.ID()]
+		if !ok {
+			why = w.reasons[j.ID()].Reason
+		}
+		m.lateEpisode(w, j, now, why)
+	}
+	j.owed, j.owedLate = false, false
+}
+
+// lateEpisode counts j past the owed limit, once per episode: the first
+// thing to look for in a trace when the owed clock is not 0.
+func (m *metrics) lateEpisode(w *world, j *job, now time.Duration, why string) {
+	j.owedLate = true
+	if why == "" {
+		why = IdleNoCycle
+	}
+	m.owedLate[fmt.Sprintf("%s: %s", j.Spec.Class, why)]++
+	t := &w.teams[j.team]
+	w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team guarantee %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), t.Guarantee, why)
+}
+
 // check is waiting at now: the end of the horizon for the last look,
-// where the world's clock is already at the first event past it.
+// where the world's clock is already at the first event past it. A team's
+// violation since the last look runs from the first moment one of its
+// jobs still owed passed the limit (or the last look) to now, and for the
+// jobs served since, to their start (served).
 func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
-	dt := (now - m.lastCheck).Seconds()
-	was := map[string]bool{}
-	for team, v := range m.violating {
-		if v {
-			m.violationS += dt
-		}
-		was[team] = v
-		m.violating[team] = false
-	}
-	for team, v := range m.violatingOwed {
-		if v {
-			m.violationOwedS += dt
-		}
-		m.violatingOwed[team] = false
-	}
 	prev := m.lastCheck
-	m.lastCheck = now
 	usage := teamUsage(w)
 	limit := time.Minute + w.sch.Config().Grace
 	for _, j := range w.active {
@@ -328,25 +381,25 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 		}
 		if now-j.owedSince > limit {
 			if !j.owedLate {
-				// Once per episode: the first thing to look for in a
-				// trace when the owed clock is not 0.
-				j.owedLate = true
-				why := d.Waiting[j.ID()].Reason
-				if why == "" {
-					why = IdleNoCycle
-				}
-				m.owedLate[fmt.Sprintf("%s: %s", j.Spec.Class, why)]++
-				w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), usage[j.team], t.Guarantee, d.Waiting[j.ID()].Reason)
+				m.lateEpisode(w, j, now, d.Waiting[j.ID()].Reason)
 			}
-			m.violatingOwed[t.Name] = true
+			m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
 		}
 		if now-j.queuedAt > limit {
-			if !m.violating[t.Name] && !was[t.Name] {
-				w.tracef("violation %s: %s (%s, %d milli) waits %.0fs, team holds %.0f of %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.queuedAt).Seconds(), usage[j.team], t.Guarantee, d.Waiting[j.ID()].Reason)
-			}
-			m.violating[t.Name] = true
+			m.addSpan(m.spans, j.team, j.queuedAt+limit, now)
 		}
 	}
+	for i, t := range w.teams {
+		late := len(m.spans[i]) > 0
+		if late && !m.violating[i] {
+			w.tracef("violation %s: team holds %.0f of %d", t.Name, usage[i], t.Guarantee)
+		}
+		m.violating[i] = late
+		m.violationS += covered(m.spans[i]).Seconds()
+		m.violationOwedS += covered(m.spansOwed[i]).Seconds()
+		m.spans[i], m.spansOwed[i] = m.spans[i][:0], m.spansOwed[i][:0]
+	}
+	m.lastCheck = now
 	for i := range m.firstDrop {
 		m.firstDrop[i] = -1
 	}

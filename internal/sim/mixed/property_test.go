@@ -433,6 +433,31 @@ func TestTheOwedClockStartsWhenTheTeamsHoldingsFell(t *testing.T) {
 	}
 }
 
+// The violation clocks count a wait from the moment it passes 60 s plus
+// the grace to the job's start, whatever the cadence of the checks: with
+// full cycles every minute or every 7, the same seconds. Until 2026-12-02
+// a team late at a check was charged until the next one, and the time
+// between the line and the first check past it was not charged, so the
+// clocks read differently at different cadences.
+func TestTheViolationClocksDoNotDependOnTheCadence(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owedlate.yaml"))
+	for _, every := range []time.Duration{time.Minute, 7 * time.Minute} {
+		r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true, ReconfigDelay: 10 * time.Minute, CycleEvery: every})
+		job := w.byID["train-000000"]
+		if job == nil || !job.started {
+			t.Fatalf("cycles every %v: a's job never started", every)
+		}
+		limit := time.Minute + w.sch.Config().Grace
+		want := (job.Started - time.Minute - limit).Seconds()
+		if want <= 0 {
+			t.Fatalf("cycles every %v: a's job started %v after it arrived, want more than %v: the scenario does not test the clocks", every, job.Started-time.Minute, limit)
+		}
+		if math.Abs(r.GuaranteeViolationOwed-want) > 1e-6 || math.Abs(r.GuaranteeViolation-want) > 1e-6 {
+			t.Errorf("cycles every %v: clocks %.3f s (owed) and %.3f s (queueing), want %.3f s: from 60 s + grace after its arrival to its start", every, r.GuaranteeViolationOwed, r.GuaranteeViolation, want)
+		}
+	}
+}
+
 // A job owed past 60 s plus the grace is named once in the trace, with
 // its wait reason, when it crosses the line; the owed clock counts it.
 func TestAnOwedViolationIsTracedOnce(t *testing.T) {
