@@ -34,13 +34,8 @@ func (w *world) cycleOf(only []string) error {
 	d := w.sch.Cycle(in)
 	// After the starts: a job started now is not waiting.
 	if only == nil {
-		w.reasons = d.Waiting
-		clear(w.recent)
 		defer w.metrics.waiting(w, d)
 	} else {
-		for id, wt := range d.Waiting {
-			w.recent[id] = wt.Reason
-		}
 		defer w.metrics.idle(w)
 	}
 	if w.opt.Trace != nil {
@@ -58,6 +53,16 @@ func (w *world) cycleOf(only []string) error {
 	for _, s := range d.Starts {
 		if err := w.start(s); err != nil {
 			return err
+		}
+	}
+	// The reasons after the starts: a job started now was served after
+	// the wait the last cycle gave it a reason for (metrics.served).
+	if only == nil {
+		w.reasons = d.Waiting
+		clear(w.recent)
+	} else {
+		for id, wt := range d.Waiting {
+			w.recent[id] = wt.Reason
 		}
 	}
 	for _, m := range d.Migrations {
