@@ -285,9 +285,7 @@ func (w *world) releaseAll(j *job) error {
 		}
 		j.Placed[i] = nil
 	}
-	if j.heldShare > 0 {
-		w.metrics.dropped(j.team, w.now())
-	}
+	w.metrics.released(j, w.now())
 	j.heldShare = 0
 	return nil
 }

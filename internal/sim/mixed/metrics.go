@@ -94,12 +94,15 @@ type metrics struct {
 	lastCheck        time.Duration
 	violationS       float64
 	violationOwedS   float64
-	// firstDrop is, per team (by position in world.teams), when its
-	// holdings first fell since the last check (-1: not since): the
-	// earliest a job of the team not owed at that check became owed.
-	firstDrop []time.Duration
-	jain      []float64
-	timeline  []Sample
+	// held is what each team holds (GPU milli, by position in
+	// world.teams), kept as tasks are placed and released; drops are the
+	// moments its holdings fell since the last check, with what it held
+	// then: a waiting job becomes owed at the first fall after which it
+	// fits in what its team is owed.
+	held     []float64
+	drops    [][]drop
+	jain     []float64
+	timeline []Sample
 	// idleCause is why GPUs stand unallocated, as the last cycle left
 	// them; idleSec the unallocated GPU-seconds by cause.
 	idleCause string
@@ -108,11 +111,8 @@ type metrics struct {
 }
 
 func newMetrics(w *world) *metrics {
-	m := &metrics{entitle: map[string]float64{}, spans: make([][]span, len(w.teams)), spansOwed: make([][]span, len(w.teams)), violating: make([]bool, len(w.teams)), firstDrop: make([]time.Duration, len(w.teams)),
+	m := &metrics{entitle: map[string]float64{}, spans: make([][]span, len(w.teams)), spansOwed: make([][]span, len(w.teams)), violating: make([]bool, len(w.teams)), held: make([]float64, len(w.teams)), drops: make([][]drop, len(w.teams)),
 		idleCause: IdleNoWork, idleSec: map[string]float64{}, owedLate: map[string]int{}}
-	for i := range m.firstDrop {
-		m.firstDrop[i] = -1
-	}
 	for i := 0; i < w.st.Len(); i++ {
 		m.gpus += float64(len(w.st.Node(i).GPUs))
 	}
@@ -209,6 +209,9 @@ func (m *metrics) placed(w *world, j *job, s sched.Start) {
 	for _, g := range s.Assignment.Grants {
 		m.allocNow += engine.GrantShare(n, g)
 		j.heldShare += engine.GrantShare(n, g)
+		if j.team >= 0 {
+			m.held[j.team] += engine.GrantShare(n, g) * 1000
+		}
 	}
 	if oom(n, s.Assignment, j.Spec.Tasks[s.Task]) {
 		m.oom++
@@ -369,15 +372,7 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 			continue
 		}
 		if !j.owed {
-			// Owed since the last look at the latest: queued since, at its
-			// queueing; waiting then and not owed, when its team's
-			// holdings fell (only a fall makes a waiting job fit), so at
-			// the first fall since at the earliest.
-			since := max(prev, j.queuedAt)
-			if drop := m.firstDrop[j.team]; drop >= 0 && j.queuedAt <= prev {
-				since = drop
-			}
-			j.owed, j.owedSince = true, since
+			j.owed, j.owedSince = true, m.owedFrom(j, prev, float64(t.Guarantee))
 		}
 		if now-j.owedSince > limit {
 			if !j.owedLate {
@@ -400,8 +395,9 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 		m.spans[i], m.spansOwed[i] = m.spans[i][:0], m.spansOwed[i][:0]
 	}
 	m.lastCheck = now
-	for i := range m.firstDrop {
-		m.firstDrop[i] = -1
+	for i := range m.drops {
+		m.drops[i] = m.drops[i][:0]
+		m.held[i] = usage[i] // no drift from the sums kept between looks
 	}
 	m.idleAt(w, now)
 }
@@ -417,12 +413,44 @@ func (m *metrics) idleAt(w *world, now time.Duration) {
 	m.idleCause = idleCause(w, m.gpus-m.allocNow)
 }
 
-// dropped notes that team's holdings fell now (its position in
-// world.teams; -1: none).
-func (m *metrics) dropped(team int, now time.Duration) {
-	if team >= 0 && m.firstDrop[team] < 0 {
-		m.firstDrop[team] = now
+// drop is a fall of a team's holdings: when, and what it held after.
+type drop struct {
+	at   time.Duration
+	held float64
+}
+
+// released notes that j gave back what it held, now.
+func (m *metrics) released(j *job, now time.Duration) {
+	if j.team < 0 || j.heldShare <= 0 {
+		return
 	}
+	m.held[j.team] -= j.heldShare * 1000
+	m.drops[j.team] = append(m.drops[j.team], drop{now, m.held[j.team]})
+}
+
+// owedFrom is when j, waiting and found to fit in what its team is owed
+// at a look, became owed: at its queueing if it fitted then (queued since
+// the last look, prev); else at the first fall of its team's holdings
+// since (its queueing or the last look) after which it fitted, as only a
+// fall makes a waiting job fit. Until 2026-12-02 it was the first fall
+// since the last look, whether or not the job fitted after it.
+func (m *metrics) owedFrom(j *job, prev time.Duration, guarantee float64) time.Duration {
+	if j.queuedAt > prev && j.within {
+		return j.queuedAt
+	}
+	from := max(prev, j.queuedAt)
+	for _, d := range m.drops[j.team] {
+		if d.at >= from && d.held+float64(j.milli) <= guarantee+1e-6 {
+			return d.at
+		}
+	}
+	// No such fall seen (rounding): the earliest it may have been.
+	for _, d := range m.drops[j.team] {
+		if d.at >= from {
+			return d.at
+		}
+	}
+	return from
 }
 
 // teamUsage is the GPU milli each team holds, by position in world.teams.
