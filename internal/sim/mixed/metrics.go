@@ -52,7 +52,16 @@ type Result struct {
 	// plus grace by the owed clock, once per episode, by class and wait
 	// reason at that moment ("best-effort: REASON"; docs/metrics.md):
 	// where the owed clock's time comes from, without a trace.
-	OwedLateJobs        map[string]int     `json:"owed_late_jobs"`
+	OwedLateJobs map[string]int `json:"owed_late_jobs"`
+	// OwedWaits counts the waits of jobs owed their team's guarantee
+	// while they waited (served, or still waiting at the end), from when
+	// they became owed; OwedWaitsLate those over 60 s plus the grace; the
+	// rest is their distribution (docs/metrics.md).
+	OwedWaits           int                `json:"owed_waits"`
+	OwedWaitsLate       int                `json:"owed_waits_late"`
+	OwedWaitP50         float64            `json:"owed_wait_p50_s"`
+	OwedWaitP99         float64            `json:"owed_wait_p99_s"`
+	OwedWaitMax         float64            `json:"owed_wait_max_s"`
 	MIGReconfigurations int                `json:"mig_reconfigurations"`
 	Migrations          int                `json:"migrations"`
 	Jobs                int                `json:"jobs"`
@@ -108,6 +117,9 @@ type metrics struct {
 	idleCause string
 	idleSec   map[string]float64
 	owedLate  map[string]int // jobs past the owed limit, by class and wait reason
+	// owedWaits are the waits of the jobs served that were owed while
+	// they waited, from when they became owed to their start (s).
+	owedWaits []float64
 }
 
 func newMetrics(w *world) *metrics {
@@ -319,17 +331,28 @@ func covered(spans []span) time.Duration {
 	return total
 }
 
-// served is called when j starts: the late part of its wait counts up to
-// now. Jobs served between two checks were charged up to the next check
-// until 2026-12-02, and a wait that crossed the line and ended between
-// two checks went unseen: the measured violation depended on how often
-// the scheduler ran a full cycle.
+// served is called when j starts: if it was owed while it waited, its
+// wait since it became owed is recorded (owedWaits) and the late part
+// counts up to now. Jobs served between two checks were charged up to
+// the next check until 2026-12-02, and a wait that crossed the line and
+// ended between two checks went unseen: the measured violation depended
+// on how often the scheduler ran a full cycle.
 func (m *metrics) served(w *world, j *job) {
-	if !j.owed || j.team < 0 {
+	if j.team < 0 {
 		return
 	}
+	if !j.owed {
+		// Not owed at the last look, or queued since: owed if it fitted
+		// at its queueing or after a fall since.
+		at, ok := m.owedAfter(j, m.lastCheck, float64(w.teams[j.team].Guarantee))
+		if !ok {
+			return
+		}
+		j.owedSince = at
+	}
 	now, limit := w.now(), time.Minute+w.sch.Config().Grace
-	m.addSpan(m.spans, j.team, j.queuedAt+limit, now)
+	m.owedWaits = append(m.owedWaits, (now - j.owedSince).Seconds())
+	m.addSpan(m.spans, j.team, max(j.queuedAt+limit, j.owedSince), now)
 	m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
 	if now-j.owedSince > limit && !j.owedLate {
 		why, ok := w.recent[j.ID()]
@@ -381,7 +404,7 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 			m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
 		}
 		if now-j.queuedAt > limit {
-			m.addSpan(m.spans, j.team, j.queuedAt+limit, now)
+			m.addSpan(m.spans, j.team, max(j.queuedAt+limit, j.owedSince), now)
 		}
 	}
 	for i, t := range w.teams {
@@ -428,23 +451,33 @@ func (m *metrics) released(j *job, now time.Duration) {
 	m.drops[j.team] = append(m.drops[j.team], drop{now, m.held[j.team]})
 }
 
-// owedFrom is when j, waiting and found to fit in what its team is owed
-// at a look, became owed: at its queueing if it fitted then (queued since
-// the last look, prev); else at the first fall of its team's holdings
-// since (its queueing or the last look) after which it fitted, as only a
-// fall makes a waiting job fit. Until 2026-12-02 it was the first fall
-// since the last look, whether or not the job fitted after it.
-func (m *metrics) owedFrom(j *job, prev time.Duration, guarantee float64) time.Duration {
+// owedAfter is when j, waiting, became owed since prev (its queueing or
+// the last look, whichever is later): at its queueing if it fitted then
+// in what its team is owed, else at the first fall of its team's
+// holdings after which it fitted, as only a fall makes a waiting job
+// fit; ok is false when neither happened.
+func (m *metrics) owedAfter(j *job, prev time.Duration, guarantee float64) (at time.Duration, ok bool) {
 	if j.queuedAt > prev && j.within {
-		return j.queuedAt
+		return j.queuedAt, true
 	}
 	from := max(prev, j.queuedAt)
 	for _, d := range m.drops[j.team] {
 		if d.at >= from && d.held+float64(j.milli) <= guarantee+1e-6 {
-			return d.at
+			return d.at, true
 		}
 	}
+	return 0, false
+}
+
+// owedFrom is owedAfter for a job found to fit at a look. Until
+// 2026-12-02 it was the first fall since the last look, whether or not
+// the job fitted after it.
+func (m *metrics) owedFrom(j *job, prev time.Duration, guarantee float64) time.Duration {
+	if at, ok := m.owedAfter(j, prev, guarantee); ok {
+		return at
+	}
 	// No such fall seen (rounding): the earliest it may have been.
+	from := max(prev, j.queuedAt)
 	for _, d := range m.drops[j.team] {
 		if d.at >= from {
 			return d.at
@@ -544,6 +577,13 @@ func (m *metrics) sample(w *world) {
 
 func (m *metrics) finish(w *world, end time.Duration) {
 	m.check(w, sched.Decision{}, end)
+	// Jobs owed and still waiting at the end: their wait so far, or a
+	// scheduler that never serves a claim would look fast.
+	for _, j := range w.active {
+		if j.owed && j.Phase == sched.Pending {
+			m.owedWaits = append(m.owedWaits, (end - j.owedSince).Seconds())
+		}
+	}
 }
 
 func (m *metrics) result(w *world) *Result {
@@ -557,6 +597,15 @@ func (m *metrics) result(w *world) *Result {
 	for reason, n := range m.owedLate {
 		r.OwedLateJobs[reason] = n
 	}
+	limit := (time.Minute + w.sch.Config().Grace).Seconds()
+	r.OwedWaits = len(m.owedWaits)
+	for _, s := range m.owedWaits {
+		if s > limit {
+			r.OwedWaitsLate++
+		}
+		r.OwedWaitMax = max(r.OwedWaitMax, s)
+	}
+	r.OwedWaitP50, r.OwedWaitP99 = percentile(m.owedWaits, 50), percentile(m.owedWaits, 99)
 	for cause, sec := range m.idleSec {
 		r.IdleGPUHours[cause] = sec / 3600
 	}

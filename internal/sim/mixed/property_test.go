@@ -431,6 +431,15 @@ func TestTheOwedClockStartsWhenTheTeamsHoldingsFell(t *testing.T) {
 	if r.GuaranteeViolationOwed != 0 {
 		t.Errorf("owed clock: %.0f s, want 0", r.GuaranteeViolationOwed)
 	}
+	// Queued at 10m, it had waited past the line long before it fitted:
+	// the queueing clock counts from the fall that made it fit, not from
+	// the look before.
+	if want := (second.Started - 55*time.Minute).Seconds(); math.Abs(r.GuaranteeViolation-want) > 1e-6 {
+		t.Errorf("queueing clock: %.3f s, want %.3f s, from the fall at 55m to the gang's start", r.GuaranteeViolation, want)
+	}
+	if want := (second.Started - 55*time.Minute).Seconds(); r.OwedWaits < 1 || r.OwedWaitsLate != 0 || math.Abs(r.OwedWaitMax-want) > 1e-6 {
+		t.Errorf("owed waits: %d, %d late, longest %.3f s; want the gang's %.3f s the longest, none late", r.OwedWaits, r.OwedWaitsLate, r.OwedWaitMax, want)
+	}
 }
 
 // The violation clocks count a wait from the moment it passes 60 s plus
@@ -454,6 +463,9 @@ func TestTheViolationClocksDoNotDependOnTheCadence(t *testing.T) {
 		}
 		if math.Abs(r.GuaranteeViolationOwed-want) > 1e-6 || math.Abs(r.GuaranteeViolation-want) > 1e-6 {
 			t.Errorf("cycles every %v: clocks %.3f s (owed) and %.3f s (queueing), want %.3f s: from 60 s + grace after its arrival to its start", every, r.GuaranteeViolationOwed, r.GuaranteeViolation, want)
+		}
+		if wait := (job.Started - time.Minute).Seconds(); r.OwedWaits != 1 || r.OwedWaitsLate != 1 || math.Abs(r.OwedWaitMax-wait) > 1e-6 {
+			t.Errorf("cycles every %v: owed waits %d, %d late, longest %.3f s; want the job's one of %.3f s, late", every, r.OwedWaits, r.OwedWaitsLate, r.OwedWaitMax, wait)
 		}
 	}
 }

@@ -46,6 +46,11 @@ type Summary struct {
 	IdleGPUHoursMean map[string]float64 `json:"idle_gpu_hours_mean"`
 	// OwedLateJobs is owed_late_jobs summed over the seeds.
 	OwedLateJobs map[string]int `json:"owed_late_jobs_total"`
+	// OwedWaits and OwedWaitsLate are owed_waits and owed_waits_late
+	// summed over the seeds; OwedWaitMax the longest owed wait of any.
+	OwedWaits     int     `json:"owed_waits_total"`
+	OwedWaitsLate int     `json:"owed_waits_late_total"`
+	OwedWaitMax   float64 `json:"owed_wait_max_s_max"`
 }
 
 // Summarize sums results, one per seed, of one scheduler. A seed whose
@@ -119,6 +124,9 @@ func Summarize(results []*Result) Summary {
 		for reason, n := range r.OwedLateJobs {
 			s.OwedLateJobs[reason] += n
 		}
+		s.OwedWaits += r.OwedWaits
+		s.OwedWaitsLate += r.OwedWaitsLate
+		s.OwedWaitMax = max(s.OwedWaitMax, r.OwedWaitMax)
 	}
 	s.UsefulMean /= float64(len(results))
 	s.JCTP50Mean /= float64(len(results))

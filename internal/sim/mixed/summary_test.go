@@ -28,6 +28,8 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 	results[1].IdleGPUHours = map[string]float64{IdleNoWork: 5, IdleTooBig: 2.5}
 	results[1].OwedLateJobs = map[string]int{"batch: a": 2, "best-effort: b": 1}
 	results[4].OwedLateJobs = map[string]int{"batch: a": 1}
+	results[0].OwedWaits, results[0].OwedWaitMax = 40, 30
+	results[1].OwedWaits, results[1].OwedWaitsLate, results[1].OwedWaitMax = 20, 3, 150
 	got := Summarize(results)
 	want := Summary{
 		Seeds: 5, UsefulMean: (0.90 + 0.84 + 0.86 + 0.88 + 0.87) / 5, UsefulMin: 0.84, UsefulMet: 4,
@@ -38,6 +40,7 @@ func TestSummarizeCountsTheSeedsThatMeetEachTarget(t *testing.T) {
 		OfferedLoadMean: 1, OfferedLoadMin: 0.75, BelowCapacity: 2,
 		IdleGPUHoursMean: map[string]float64{IdleNoWork: 3, IdleTooBig: 0.5},
 		OwedLateJobs:     map[string]int{"batch: a": 3, "best-effort: b": 1},
+		OwedWaits:        60, OwedWaitsLate: 3, OwedWaitMax: 150,
 	}
 	if math.Abs(got.UsefulMean-want.UsefulMean) > 1e-12 {
 		t.Errorf("useful mean %v, want %v", got.UsefulMean, want.UsefulMean)
