@@ -305,6 +305,10 @@ func (m *metrics) waiting(w *world, d sched.Decision) {
 	m.check(w, d, w.now())
 }
 
+// owedLimit is how long a job within its team's guarantee may wait: 60 s
+// plus the victims' grace period.
+func owedLimit(w *world) time.Duration { return time.Minute + w.sch.Config().Grace }
+
 // span is a stretch of time, from and to.
 type span struct{ from, to time.Duration }
 
@@ -350,7 +354,7 @@ func (m *metrics) served(w *world, j *job) {
 		}
 		j.owedSince = at
 	}
-	now, limit := w.now(), time.Minute+w.sch.Config().Grace
+	now, limit := w.now(), owedLimit(w)
 	m.owedWaits = append(m.owedWaits, (now - j.owedSince).Seconds())
 	m.addSpan(m.spans, j.team, max(j.queuedAt+limit, j.owedSince), now)
 	m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
@@ -384,7 +388,7 @@ func (m *metrics) lateEpisode(w *world, j *job, now time.Duration, why string) {
 func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 	prev := m.lastCheck
 	usage := teamUsage(w)
-	limit := time.Minute + w.sch.Config().Grace
+	limit := owedLimit(w)
 	for _, j := range w.active {
 		if j.team < 0 {
 			continue
@@ -597,7 +601,7 @@ func (m *metrics) result(w *world) *Result {
 	for reason, n := range m.owedLate {
 		r.OwedLateJobs[reason] = n
 	}
-	limit := (time.Minute + w.sch.Config().Grace).Seconds()
+	limit := owedLimit(w).Seconds()
 	r.OwedWaits = len(m.owedWaits)
 	for _, s := range m.owedWaits {
 		if s > limit {
