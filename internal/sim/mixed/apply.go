@@ -55,6 +55,7 @@ func (w *world) cycleOf(only []string) error {
 			return err
 		}
 	}
+	w.metrics.outgrown(w)
 	// The reasons after the starts: a job started now was served after
 	// the wait the last cycle gave it a reason for (metrics.served).
 	if only == nil {

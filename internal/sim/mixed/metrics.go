@@ -359,13 +359,56 @@ func (m *metrics) served(w *world, j *job) {
 	m.addSpan(m.spans, j.team, max(j.queuedAt+limit, j.owedSince), now)
 	m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
 	if now-j.owedSince > limit && !j.owedLate {
-		why, ok := w.recent[j.ID()]
-		if !ok {
-			why = w.reasons[j.ID()].Reason
-		}
-		m.lateEpisode(w, j, now, why)
+		m.lateEpisode(w, j, now, lastReason(w, j))
 	}
 	j.owed, j.owedLate = false, false
+}
+
+// lastReason is the reason the last cycle that looked at j gave for its
+// wait.
+func lastReason(w *world, j *job) string {
+	if why, ok := w.recent[j.ID()]; ok {
+		return why
+	}
+	return w.reasons[j.ID()].Reason
+}
+
+// outgrown ends, after a cycle's starts, the owed episode of each waiting
+// job that no longer fits in what its team is owed: the team's other work
+// took the room. The wait until now is recorded and charged as a served
+// one would be. Until 2026-12-03 such an episode ended at the next look,
+// charged only up to the look before: a job that crossed the line
+// between two looks and stopped fitting before the second went unseen,
+// and one that fitted again by then went on as if it never stopped.
+func (m *metrics) outgrown(w *world) {
+	var usage []float64
+	now, limit := w.now(), owedLimit(w)
+	for _, j := range w.active {
+		if j.team < 0 || j.Phase != sched.Pending {
+			continue
+		}
+		if usage == nil {
+			usage = teamUsage(w)
+		}
+		guarantee := float64(w.teams[j.team].Guarantee)
+		if usage[j.team]+float64(j.milli) <= guarantee {
+			continue
+		}
+		if !j.owed {
+			at, ok := m.owedAfter(j, m.lastCheck, guarantee)
+			if !ok {
+				continue
+			}
+			j.owedSince = at
+		}
+		m.owedWaits = append(m.owedWaits, (now - j.owedSince).Seconds())
+		m.addSpan(m.spans, j.team, max(j.queuedAt+limit, j.owedSince), now)
+		m.addSpan(m.spansOwed, j.team, j.owedSince+limit, now)
+		if now-j.owedSince > limit && !j.owedLate {
+			m.lateEpisode(w, j, now, lastReason(w, j))
+		}
+		j.owed, j.owedLate, j.outgrownAt = false, false, now
+	}
 }
 
 // lateEpisode counts j past the owed limit, once per episode: the first
@@ -461,10 +504,10 @@ func (m *metrics) released(j *job, now time.Duration) {
 // holdings after which it fitted, as only a fall makes a waiting job
 // fit; ok is false when neither happened.
 func (m *metrics) owedAfter(j *job, prev time.Duration, guarantee float64) (at time.Duration, ok bool) {
-	if j.queuedAt > prev && j.within {
+	if j.queuedAt > prev && j.queuedAt >= j.outgrownAt && j.within {
 		return j.queuedAt, true
 	}
-	from := max(prev, j.queuedAt)
+	from := max(prev, j.queuedAt, j.outgrownAt)
 	for _, d := range m.drops[j.team] {
 		if d.at >= from && d.held+float64(j.milli) <= guarantee+1e-6 {
 			return d.at, true
@@ -481,7 +524,7 @@ func (m *metrics) owedFrom(j *job, prev time.Duration, guarantee float64) time.D
 		return at
 	}
 	// No such fall seen (rounding): the earliest it may have been.
-	from := max(prev, j.queuedAt)
+	from := max(prev, j.queuedAt, j.outgrownAt)
 	for _, d := range m.drops[j.team] {
 		if d.at >= from {
 			return d.at

@@ -559,3 +559,44 @@ func TestIdleGPUHoursGoToTheirCause(t *testing.T) {
 		}
 	}
 }
+
+// An owed episode ends when the team's other work takes the room, not at
+// the next look: the fine-tune, owed from 1m and past the line at 1m +
+// 60 s + grace, stops fitting when a's service starts at 4m. Both clocks
+// charge it up to 4m and no further, whatever the cadence of the looks;
+// the episode is one late owed wait of 3 minutes. Until 2026-12-03 it was
+// charged up to the last look before 4m (nothing with looks 10 minutes
+// apart), or, when the job was served before any look saw it stop
+// fitting, up to its start.
+func TestAnOwedEpisodeEndsWhenTheTeamsOtherWorkTakesTheRoom(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owedoutgrown.yaml"))
+	for _, every := range []time.Duration{time.Minute, 10 * time.Minute} {
+		r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true, ReconfigDelay: 10 * time.Minute, CycleEvery: every})
+		train, serve := w.byID["train-000000"], w.byID["serve-000000"]
+		if train == nil || serve == nil || !serve.started || serve.Started != 4*time.Minute {
+			t.Fatalf("cycles every %v: a's service was not placed on arrival: the scenario does not test the episode's end", every)
+		}
+		if !train.started || train.firstRun <= 4*time.Minute {
+			t.Fatalf("cycles every %v: the fine-tune started at %v, want after 4m: the scenario does not test the episode's end", every, train.firstRun)
+		}
+		limit := time.Minute + w.sch.Config().Grace
+		want := (3*time.Minute - limit).Seconds()
+		if math.Abs(r.GuaranteeViolationOwed-want) > 1e-6 || math.Abs(r.GuaranteeViolation-want) > 1e-6 {
+			t.Errorf("cycles every %v: clocks %.3f s (owed) and %.3f s (queueing), want %.3f s: from the line to the service's start", every, r.GuaranteeViolationOwed, r.GuaranteeViolation, want)
+		}
+		if r.OwedWaitsLate != 1 || math.Abs(r.OwedWaitMax-180) > 1e-6 {
+			t.Errorf("cycles every %v: %d late owed waits, longest %.3f s; want one of 180 s", every, r.OwedWaitsLate, r.OwedWaitMax)
+		}
+		if n := sumValues(r.OwedLateJobs); n != 1 {
+			t.Errorf("cycles every %v: owed_late_jobs %v, want one episode", every, r.OwedLateJobs)
+		}
+	}
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -83,11 +83,15 @@ type job struct {
 	owedSince time.Duration
 	owed      bool
 	owedLate  bool // past 60 s + grace since owedSince: traced once
-	started   bool // has ever run
-	done      bool
-	finish    time.Duration
-	firstRun  time.Duration
-	waits     []time.Duration
+	// outgrownAt is when its last owed episode ended without its start,
+	// its team's other work having taken the room (metrics.outgrown): a
+	// fall before it cannot begin a new one.
+	outgrownAt time.Duration
+	started    bool // has ever run
+	done       bool
+	finish     time.Duration
+	firstRun   time.Duration
+	waits      []time.Duration
 	// within: when it last entered the queue, its team's holdings plus
 	// its demand were within the team's guarantee; waitsWithin are the
 	// waits that began so.
