@@ -47,9 +47,9 @@ type Scheduler struct {
 	// reservation is the gang holding nodes, if any.
 	reservation *reservation
 	// lastChange is when each GPU was last re-partitioned, and awaiting the
-	// GPUs being changed for a job.
+	// changes asked for a job still waiting for them.
 	lastChange map[gpuRef]time.Duration
-	awaiting   map[string][]gpuRef
+	awaiting   map[string][]askedChange
 	// attempts counts changes asked for a job in a row; after two that did
 	// not let it start, backoff holds off more until the cooldown passes.
 	attempts map[string]int
@@ -141,7 +141,7 @@ func New(cfg Config, rng *rand.Rand) *Scheduler {
 		cfg: cfg, placer: p,
 		promised: map[string][]string{}, promisedNodes: map[string]map[string]bool{}, lastChange: map[gpuRef]time.Duration{},
 		moving: map[string][]moveRef{}, moveBackoff: map[string]time.Duration{}, movedAt: map[string]time.Duration{},
-		awaiting: map[string][]gpuRef{},
+		awaiting: map[string][]askedChange{},
 		attempts: map[string]int{}, backoff: map[string]time.Duration{},
 		quotaHold: map[string]string{}, recent: map[warmKey][]time.Duration{},
 		byID: map[string]*Job{}, searchBackoff: map[string]time.Duration{}, owedSince: map[string]time.Duration{},
@@ -1297,6 +1297,11 @@ func (s *Scheduler) forgetGone(c *cycle) {
 	for key, until := range s.noVictimsUntil {
 		if c.in.Now >= until {
 			delete(s.noVictimsUntil, key)
+		}
+	}
+	for id := range s.awaiting {
+		if _, ok := c.job(id); !ok {
+			delete(s.awaiting, id)
 		}
 	}
 	for _, m := range []map[string]int{s.attempts, s.rounds} {

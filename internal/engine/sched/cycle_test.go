@@ -180,6 +180,24 @@ func TestCachesStayBoundedWhenJobsAreRebuiltEachCycle(t *testing.T) {
 	}
 }
 
+func TestChangesAskedForJobsGoneAreForgotten(t *testing.T) {
+	// Each cycle a new service asks for a GPU turned to MIG and is
+	// cancelled before the next: what the scheduler keeps of the changes
+	// asked must not grow with the jobs that asked them.
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	sch := newScheduler(t, "partita", st)
+	for cycle := 0; cycle < 600; cycle++ {
+		w := newWorld(t, st.Clone(), sch).at(time.Duration(cycle) * time.Hour)
+		w.submit(job("svc-"+itoa(cycle)).production().gpuMemory(8000, 0.1).submitted(w.now))
+		if d := w.decide(); len(d.Reconfigs) != 1 {
+			t.Fatalf("cycle %d: reconfigs %+v, want one for the service", cycle, d.Reconfigs)
+		}
+	}
+	if got := len(sch.awaiting); got > 256 {
+		t.Errorf("changes kept for %d jobs after 600 cycles, each job gone after one", got)
+	}
+}
+
 func TestQueuePositionsCountPerTeamIncludingTeamsNotInTheInput(t *testing.T) {
 	// One GPU: a1 takes it. Positions count each team's waiting jobs in
 	// order, the started one not counted; team x is not in the input

@@ -477,3 +477,38 @@ func TestAClaimBackedOffFromChangesStillTurnsWholeTheGPUsItsVictimsLeft(t *testi
 		t.Errorf("after the change: started %v, want [a-gang]; a-gang waits %q", got, reasonOf(d, "a-gang"))
 	}
 }
+
+func TestAJobDoesNotWaitForAChangeAskedForAnotherOnTheGPUItsOwnChanged(t *testing.T) {
+	// n1: GPU 0 MIG and idle, GPU 1 whole, held by ads' borrowed
+	// experiment. research's train (1 GPU, within research's guarantee)
+	// gets GPU 0 turned whole. Before it is considered again, search's
+	// service takes that GPU back to MIG. train must not read that
+	// change as its own: it is owed, and reclaims GPU 1 instead.
+	st := fleet(t).nodes(1).gpus(2, "H100-80GB").mig().build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("research").guarantee(1).burst(2), team("search").guarantee(1).burst(2), team("ads").guarantee(0).burst(2)).migOff("n1", 1)
+	w.running(job("borrower").team("ads").bestEffort().gpus(1), 0, 0, "n1:1")
+	w.submit(job("train").team("research").bestEffort().gpus(1))
+
+	d := w.cycle()
+	want := []Reconfig{{Node: "n1", GPU: 0, MIG: false, For: "train"}}
+	if !reflect.DeepEqual(d.Reconfigs, want) {
+		t.Fatalf("cycle 1: reconfigs %+v, want %+v; train waits %q", d.Reconfigs, want, reasonOf(d, "train"))
+	}
+
+	// The change ends; a light cycle for the service alone turns the
+	// idle GPU back to MIG for it.
+	w.at(time.Hour).uncordonAll().submit(job("infer").team("search").production().gpuMemory(8000, 0.1).submitted(time.Hour))
+	d = w.light("infer")
+	if len(d.Reconfigs) != 1 || d.Reconfigs[0].GPU != 0 || !d.Reconfigs[0].MIG || d.Reconfigs[0].For != "infer" {
+		t.Fatalf("light cycle: reconfigs %+v, want GPU 0 turned to MIG for infer", d.Reconfigs)
+	}
+
+	d = w.at(time.Hour + 5*time.Second).cycle()
+	if got := reasonOf(d, "train"); got == WaitReconfig {
+		t.Fatalf("train waits %q for infer's change", got)
+	}
+	if got := victimsOf(d); !reflect.DeepEqual(got, []string{"borrower"}) {
+		t.Errorf("victims %v, want [borrower]; train waits %q", got, reasonOf(d, "train"))
+	}
+}
