@@ -47,7 +47,8 @@ type Scheduler struct {
 	// reservation is the gang holding nodes, if any.
 	reservation *reservation
 	// lastChange is when each GPU was last re-partitioned, and awaiting the
-	// changes asked for a job still waiting for them.
+	// changes asked for each job (forgotten once none is under way when
+	// the job is looked at, or the job is gone).
 	lastChange map[gpuRef]time.Duration
 	awaiting   map[string][]askedChange
 	// attempts counts changes asked for a job in a row; after two that did
