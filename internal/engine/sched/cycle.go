@@ -1290,33 +1290,26 @@ func productionClass() workload.Class { return workload.Production }
 // in the input (finished or cancelled), so a long-running server does not
 // grow without end.
 func (s *Scheduler) forgetGone(c *cycle) {
-	for id := range s.reqCache {
-		if _, ok := c.job(id); !ok {
-			delete(s.reqCache, id)
-		}
-	}
 	for key, until := range s.noVictimsUntil {
 		if c.in.Now >= until {
 			delete(s.noVictimsUntil, key)
 		}
 	}
-	for id := range s.awaiting {
-		if _, ok := c.job(id); !ok {
-			delete(s.awaiting, id)
-		}
-	}
+	dropGone(c, s.reqCache)
+	dropGone(c, s.awaiting)
 	for _, m := range []map[string]int{s.attempts, s.rounds} {
-		for id := range m {
-			if _, ok := c.job(id); !ok {
-				delete(m, id)
-			}
-		}
+		dropGone(c, m)
 	}
 	for _, m := range []map[string]time.Duration{s.backoff, s.searchBackoff, s.moveBackoff, s.movedAt, s.owedSince, s.roundsUntil} {
-		for id := range m {
-			if _, ok := c.job(id); !ok {
-				delete(m, id)
-			}
+		dropGone(c, m)
+	}
+}
+
+// dropGone deletes from m, keyed by job ID, the jobs not in the input.
+func dropGone[V any](c *cycle, m map[string]V) {
+	for id := range m {
+		if _, ok := c.job(id); !ok {
+			delete(m, id)
 		}
 	}
 }
