@@ -403,7 +403,9 @@ func (w *world) graceOver(j *job, epoch int) error {
 	j.Phase = sched.Pending
 	j.queuedAt = w.now()
 	j.within = w.withinGuarantee(j)
-	w.wantCycle()
+	if !j.within {
+		w.wantCycle()
+	}
 	return nil
 }
 
