@@ -380,10 +380,11 @@ func (w *world) preempt(p sched.Preemption) {
 }
 
 // graceOver releases a preempted job, charges the lost work, and puts it
-// back in its queue.
-func (w *world) graceOver(j *job, epoch int) error {
+// back in its queue; back is false for a stale timer, which does nothing.
+// The caller asks the cycle that comes next (the grace timer).
+func (w *world) graceOver(j *job, epoch int) (back bool, err error) {
 	if j.done || j.epoch != epoch || j.Phase != sched.Terminating {
-		return nil
+		return false, nil
 	}
 	w.metrics.progress(w, j)
 	if j.runSince >= 0 {
@@ -396,17 +397,14 @@ func (w *world) graceOver(j *job, epoch int) error {
 		w.metrics.lost(w, j, lost)
 	}
 	if err := w.releaseAll(j); err != nil {
-		return err
+		return false, err
 	}
 	j.epoch++
 	j.runSince = -1
 	j.Phase = sched.Pending
 	j.queuedAt = w.now()
 	j.within = w.withinGuarantee(j)
-	if !j.within {
-		w.wantCycle()
-	}
-	return nil
+	return true, nil
 }
 
 // lostWork is the work a preempted job loses: what it did since its last

@@ -408,15 +408,19 @@ func (w *world) timer(ref int) error {
 	t := w.timers[ref-refFirstDynamic]
 	switch t.kind {
 	case tGrace:
-		if err := w.graceOver(t.job, t.epoch); err != nil {
+		back, err := w.graceOver(t.job, t.epoch)
+		if err != nil {
 			return err
+		}
+		if back && !t.job.within {
+			w.wantCycle()
 		}
 		// The job the eviction made room for looks first (a light
 		// cycle, queued before): the victim, owed once back in the queue,
 		// took its GPUs back in a full cycle now, and the claimant's
 		// rounds backed off for hours (seed 4 at a 2 s cadence).
 		w.roomReady(t.forJob)
-		if j := t.job; j.epoch != t.epoch && j.Phase == sched.Pending && j.within {
+		if back && t.job.within {
 			w.cycleNow()
 		}
 	case tReconfig:
