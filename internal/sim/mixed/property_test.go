@@ -600,3 +600,31 @@ func sumValues(m map[string]int) int {
 	}
 	return n
 }
+
+// A job evicted while its team borrowed, and back in the queue within its
+// team's guarantee when its grace ends, is owed from that moment: it gets
+// a full cycle then (cycleNow), not the next coalesced one (here up to 10
+// min later), which would put its claim past 60 s + grace at once.
+func TestAnOwedJobBackFromItsGraceStartsAtOnce(t *testing.T) {
+	sc := load(t, filepath.Join("testdata", "owedback.yaml"))
+	r, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: sc.Seed, Check: true, Coalesce: 10 * time.Minute})
+	if r.Preemptions != 1 {
+		t.Fatalf("%d preemptions, want 1: the scenario does not test eviction", r.Preemptions)
+	}
+	back := 0
+	for _, j := range w.jobs {
+		if len(j.waits) < 2 {
+			continue // not evicted
+		}
+		back++
+		if !j.within {
+			t.Fatalf("%s was beyond a's guarantee back in the queue: the scenario does not make it owed", j.ID())
+		}
+		if wait := j.waits[len(j.waits)-1]; wait != 0 {
+			t.Errorf("%s waited %v back in the queue, owed with free GPUs; want 0", j.ID(), wait)
+		}
+	}
+	if back != 1 {
+		t.Fatalf("%d jobs went back to the queue, want 1", back)
+	}
+}
