@@ -1210,13 +1210,32 @@ func (s *Scheduler) shape(j *Job) *shapeEntry {
 	if e != nil && e.shapeFor != nil && e.shapeFor == firstTask(j) {
 		return &e.shape
 	}
-	sh := &shapeEntry{demand: demand(j)}
+	sh := &shapeEntry{demand: s.grantedDemand(j)}
 	prefix := shapeKey(j) + "|" + j.Spec.Class.String() + "|" + j.Spec.Team + "|"
 	sh.ids = [3]int{s.keyID(prefix + "false"), s.keyID(prefix + "true"), s.keyID(prefix + "lapsed")}
 	if e != nil && firstTask(j) != nil {
 		e.shape, e.shapeFor = *sh, firstTask(j)
 	}
 	return sh
+}
+
+// grantedDemand is demand(j) as the placement will grant it: naive and
+// gang-drf place a memory profile or a GPU fraction on a whole GPU
+// (k8s-default's rewrite), and their quotas must count that whole GPU,
+// not the profile's share (random scenarios: naive let a team of four
+// GPUs start a second service of three small replicas while it held
+// three GPUs, and hold six). For partita the requests are the tasks'
+// own, and it is demand(j).
+func (s *Scheduler) grantedDemand(j *Job) int64 {
+	reqs, err := s.requests(j)
+	if err != nil {
+		return demand(j) // an invalid job: consider says why
+	}
+	var total int64
+	for _, r := range reqs {
+		total += (&workload.Job{Tasks: []workload.Task{r.Task}}).GPUMilli()
+	}
+	return total
 }
 
 // keyID returns the number of a memo or search key, numbering it if new.

@@ -248,3 +248,25 @@ func TestProductionReserveHoldsBorrowedProductionOnWholeGPUs(t *testing.T) {
 		t.Errorf("a-small did not start (waits %q): borrowed production on MIG may use the reserve", reasonOf(d, "a-small"))
 	}
 }
+
+// Naive places a memory profile on a whole GPU (stock Kubernetes counts a
+// pod's nvidia.com/gpu: 1), so its quota counts that GPU, not the
+// profile's share: a team of four GPUs runs one service of three small
+// replicas, not two (three GPUs each, though each replica's share is a
+// tenth).
+func TestNaiveCountsAWholeGPUPerSmallReplicaAgainstItsQuota(t *testing.T) {
+	st := fleet(t).nodes(1).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "naive", st), team("a").guarantee(4).burst(4))
+	w.submit(job("s1").team("a").production().gpuMemory(10000, 0.1).replicas(3))
+	if got := startsOf(w.cycle(), "s1"); len(got) != 3 {
+		t.Fatalf("s1 started %d replicas, want 3", len(got))
+	}
+	w.submit(job("s2").team("a").production().gpuMemory(10000, 0.1).replicas(3).submitted(time.Minute))
+	d := w.at(time.Minute).cycle()
+	if got := startedJobs(d); len(got) != 0 {
+		t.Errorf("started %v: s1 holds three of the team's four GPUs", got)
+	}
+	if got := reasonOf(d, "s2"); got != WaitQuota {
+		t.Errorf("s2 waits %q, want %q", got, WaitQuota)
+	}
+}
