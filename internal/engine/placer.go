@@ -108,6 +108,11 @@ func (p *Placer) Request(t workload.Task) (*Request, error) {
 	return r, nil
 }
 
+// Rewrites says whether the policy rewrites requests (k8s-default places
+// a memory profile or a fraction on a whole GPU): what a task is granted
+// then differs from what it asks.
+func (p *Placer) Rewrites() bool { return p.policy.Rewriter != nil }
+
 // Place finds where a task goes on st, without changing st. The caller
 // applies the assignment with st.Allocate.
 func (p *Placer) Place(st *cluster.State, t workload.Task) (cluster.Assignment, error) {

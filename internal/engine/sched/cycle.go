@@ -1227,6 +1227,9 @@ func (s *Scheduler) shape(j *Job) *shapeEntry {
 // three GPUs, and hold six). For partita the requests are the tasks'
 // own, and it is demand(j).
 func (s *Scheduler) grantedDemand(j *Job) int64 {
+	if !s.placer.Rewrites() {
+		return demand(j)
+	}
 	reqs, err := s.requests(j)
 	if err != nil {
 		return demand(j) // an invalid job: consider says why
