@@ -63,14 +63,23 @@ func randomScenarioYAML(rng *rand.Rand, name string) string {
 // invariants) and partita places no task where it runs out of memory.
 // With -v it logs partita's claims within a guarantee served past the
 // reclaim window (60 s + grace), scenario by scenario: docs/mixed.md,
-// "Random scenarios", says what they are.
+// "Random scenarios", says what they are. RANDOM_SCENARIOS=N runs N
+// scenarios (the first 200 are the same), RANDOM_SCENARIOS_DIR=D keeps
+// their files in D, for `partita bench mixed --scenario D/random-K.yaml
+// --trace …`.
 func TestRandomScenarios(t *testing.T) {
 	n := 200
+	if v := os.Getenv("RANDOM_SCENARIOS"); v != "" {
+		fmt.Sscan(v, &n)
+	}
 	if testing.Short() {
 		n = 50
 	}
 	rng := rand.New(rand.NewSource(1))
-	dir := t.TempDir()
+	dir := os.Getenv("RANDOM_SCENARIOS_DIR") // to keep the files, for --trace
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	late, twice := 0, 0
 	for i := range n {
 		name := fmt.Sprintf("random-%d", i)
