@@ -70,7 +70,9 @@ func randomScenarioYAML(rng *rand.Rand, name string) string {
 func TestRandomScenarios(t *testing.T) {
 	n := 200
 	if v := os.Getenv("RANDOM_SCENARIOS"); v != "" {
-		fmt.Sscan(v, &n)
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 {
+			t.Fatalf("RANDOM_SCENARIOS=%q: want a count of scenarios", v)
+		}
 	}
 	if testing.Short() {
 		n = 50
