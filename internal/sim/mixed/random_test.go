@@ -13,8 +13,9 @@ import (
 // randomScenarioYAML writes a small scenario drawn from rng: one to three
 // nodes of eight H100s, two or three teams whose guarantees add up to at
 // most the cluster, and streams of production services on MIG slices,
-// checkpointed training of whole GPUs (single or gangs) and best-effort
-// work, at an offered load around or above capacity.
+// checkpointed training of whole GPUs (single or gangs, now and then
+// 8-GPU fine-tunes or pretraining gangs as large as the cluster) and
+// best-effort work, at an offered load around or above capacity.
 func randomScenarioYAML(rng *rand.Rand, name string) string {
 	var b strings.Builder
 	nodes := 1 + rng.Intn(3)
@@ -44,6 +45,20 @@ func randomScenarioYAML(rng *rand.Rand, name string) string {
 		if rng.Intn(3) > 0 {
 			fmt.Fprintf(&b, "  - name: %s-train\n    team: %s\n    class: batch\n    profile: lora-ft-7b\n    arrival: {process: poisson, rate_per_hour: %.3f}\n    duration: {dist: exponential, mean: 2h}\n    gang: {sizes: [1, 2, 4]}\n    checkpoint_every: 10m\n",
 				t, t, rate(0.1))
+		}
+		switch rng.Intn(6) {
+		case 0:
+			// 8-GPU fine-tunes, one or two nodes each.
+			sizes := "[1]"
+			if nodes > 1 {
+				sizes = "[1, 2]"
+			}
+			fmt.Fprintf(&b, "  - name: %s-big\n    team: %s\n    class: batch\n    profile: full-ft-7b\n    arrival: {process: poisson, rate_per_hour: %.3f}\n    duration: {dist: exponential, mean: 2h}\n    gang: {sizes: %s}\n    checkpoint_every: 20m\n",
+				t, t, rate(0.01), sizes)
+		case 1:
+			// Pretraining gangs of one-GPU tasks, up to every GPU.
+			fmt.Fprintf(&b, "  - name: %s-pre\n    team: %s\n    class: batch\n    profile: pretrain-13b-worker\n    arrival: {process: poisson, rate_per_hour: %.3f}\n    duration: {dist: exponential, mean: 3h}\n    gang: {sizes: [4, %d]}\n    checkpoint_every: 30m\n",
+				t, t, rate(0.01), gpus)
 		}
 		switch rng.Intn(3) {
 		case 0:
@@ -81,6 +96,8 @@ func TestRandomScenarios(t *testing.T) {
 	dir := os.Getenv("RANDOM_SCENARIOS_DIR") // to keep the files, for --trace
 	if dir == "" {
 		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	late, twice := 0, 0
 	for i := range n {
