@@ -42,11 +42,24 @@ func (s *Scheduler) withinQuota(c *cycle, j *Job) bool {
 	}
 	need := c.usageOf(j) + c.demandOf(j)
 	if hid, held := s.quotaHold[j.Spec.Team]; held && hid != j.ID() {
-		if h, ok := c.job(hid); ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class {
+		if h, ok := c.job(hid); ok && h.Phase == Pending && h.Spec.Class >= j.Spec.Class && !s.passesHold(c, j, h) {
 			need += c.demandOf(h)
 		}
 	}
 	return need <= lim
+}
+
+// passesHold says whether j starts despite its team's gang h holding the
+// quota: j is within the team's guarantee and h asks for more than the
+// guarantee, so h can only ever run on borrowed capacity, and borrowing
+// must not keep a team from what it is guaranteed. (Random scenarios: a
+// pretraining gang as large as the cluster held its team's quota, and the
+// team's notebooks within its guarantee waited for hours.) A gang that
+// fits the guarantee still holds it: the team drains to it, and it
+// starts within what the team is owed.
+func (s *Scheduler) passesHold(c *cycle, j, h *Job) bool {
+	t := c.teamOf(j)
+	return t != nil && c.demandOf(h) > t.Guarantee && withinGuarantee(c, j)
 }
 
 // holdQuota lets a gang that has waited ReserveAfter on its team's quota

@@ -270,3 +270,29 @@ func TestNaiveCountsAWholeGPUPerSmallReplicaAgainstItsQuota(t *testing.T) {
 		t.Errorf("s2 waits %q, want %q", got, WaitQuota)
 	}
 }
+
+// A gang that asks for more than its team's guarantee can only run on
+// borrowed capacity: holding the quota for it must not keep the team's
+// jobs within the guarantee waiting (passesHold). Team a is guaranteed 2
+// GPUs and may borrow up to 8; it holds 1; its gang of 8 holds the quota
+// from 10 min. A 1-GPU job of a's, within the guarantee, starts; a second
+// one, beyond it, is held back for the gang.
+func TestABorrowingGangDoesNotHoldItsTeamsGuarantee(t *testing.T) {
+	st := fleet(t).nodes(2).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(2).burst(8), team("b").guarantee(8).burst(8))
+	w.running(job("a-running").team("a").gpus(1), 0, 0, "n1:0")
+	w.running(job("b-running").team("b").gpus(8), 0, 0, "n2:0,1,2,3,4,5,6,7")
+	w.submit(job("gang").team("a").gang(2).gpus(4))
+	w.at(10 * time.Minute).cycle()
+	if got := w.sch.quotaHold["a"]; got != "gang" {
+		t.Fatalf("quota hold of team a = %q, want the gang's", got)
+	}
+	w.submit(job("within").team("a").submitted(10*time.Minute), job("beyond").team("a").submitted(10*time.Minute+time.Second))
+	d := w.at(10*time.Minute + 2*time.Second).cycle()
+	if got := startedJobs(d); !reflect.DeepEqual(got, []string{"within"}) {
+		t.Errorf("started %v, want [within]; within waits %q, beyond waits %q", got, reasonOf(d, "within"), reasonOf(d, "beyond"))
+	}
+	if got := reasonOf(d, "beyond"); got != WaitQuota {
+		t.Errorf("beyond waits %q, want %q", got, WaitQuota)
+	}
+}
