@@ -1236,7 +1236,7 @@ func (s *Scheduler) grantedDemand(j *Job) int64 {
 	}
 	var total int64
 	for _, r := range reqs {
-		total += (&workload.Job{Tasks: []workload.Task{r.Task}}).GPUMilli()
+		total += taskMilli(r.Task)
 	}
 	return total
 }

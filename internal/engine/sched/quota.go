@@ -14,9 +14,14 @@ func demand(j *Job) int64 {
 		if i < len(j.Placed) && j.Placed[i] != nil {
 			continue
 		}
-		total += (&workload.Job{Tasks: []workload.Task{t}}).GPUMilli()
+		total += taskMilli(t)
 	}
 	return total
+}
+
+// taskMilli is the GPU milli one task asks for.
+func taskMilli(t workload.Task) int64 {
+	return (&workload.Job{Tasks: []workload.Task{t}}).GPUMilli()
 }
 
 // limit is the most a team may hold: its burst when borrowing is on, its

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"partita.dev/partita/internal/engine"
+	"partita.dev/partita/internal/engine/sched"
 )
 
 // randomScenarioYAML writes a small scenario drawn from rng: one to three
@@ -99,6 +102,11 @@ func TestRandomScenarios(t *testing.T) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := sched.Preset("partita", engine.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := time.Minute + cfg.Grace // the owed clock's limit
 	late, twice := 0, 0
 	for i := range n {
 		name := fmt.Sprintf("random-%d", i)
@@ -109,17 +117,11 @@ func TestRandomScenarios(t *testing.T) {
 		}
 		sc := load(t, path)
 		for _, scheduler := range Schedulers {
-			opt := Options{Scheduler: scheduler, Seed: sc.Seed, Check: true}
-			opt.defaults()
-			w, err := newWorld(sc, opt)
+			r, err := Run(sc, Options{Scheduler: scheduler, Seed: sc.Seed, Check: true})
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.loop(); err != nil {
 				t.Errorf("%s, %s: %v\n%s", name, scheduler, err, text)
 				continue
 			}
-			r := w.metrics.result(w)
 			if scheduler != "partita" {
 				continue
 			}
@@ -130,7 +132,6 @@ func TestRandomScenarios(t *testing.T) {
 				continue
 			}
 			late++
-			window := time.Minute + w.sch.Config().Grace
 			longest := time.Duration(r.OwedWaitMax * float64(time.Second))
 			if longest > 2*window {
 				twice++
