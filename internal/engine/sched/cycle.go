@@ -200,6 +200,8 @@ type cycle struct {
 	// changes.
 	lowest  []teamLow
 	mayMemo map[mayKey]bool
+	// quotaReady caches quotaReadyAt by gang ID.
+	quotaReady map[string]time.Duration
 	// free and migGPUs are freeMilli of the plan, computed when first
 	// needed (free -1, also after each change of the plan); leavesByFree
 	// the same (leaves).

@@ -296,3 +296,41 @@ func TestABorrowingGangDoesNotHoldItsTeamsGuarantee(t *testing.T) {
 		t.Errorf("beyond waits %q, want %q", got, WaitQuota)
 	}
 }
+
+// A job of a team whose quota a gang holds starts when, by its estimate,
+// it ends before the team's running work frees the quota for the gang,
+// by theirs: it delays the gang by nothing (quotaBackfills). Team a may
+// hold 4 GPUs and holds 2, declared to end at 2 h; its gang of two 2-GPU
+// tasks holds the quota from 10 min.
+func TestAJobEndingBeforeTheQuotaFreesPassesTheHold(t *testing.T) {
+	tests := []struct {
+		name     string
+		estimate time.Duration
+		starts   bool
+	}{
+		{"ends before the quota frees", time.Hour, true},
+		{"ends as the quota frees", 2*time.Hour - 10*time.Minute - time.Second, true},
+		{"ends after the quota frees", 2 * time.Hour, false},
+		{"declares no run time", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := fleet(t).nodes(2).gpus(8, "H100-80GB").build()
+			w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(4).burst(4), team("b").guarantee(4).burst(4))
+			w.running(job("a-running").team("a").gpus(2).estimate(2*time.Hour), 0, 0, "n1:0,1")
+			w.submit(job("gang").team("a").gang(2).gpus(2))
+			w.at(10 * time.Minute).cycle()
+			if got := w.sch.quotaHold["a"]; got != "gang" {
+				t.Fatalf("quota hold of team a = %q, want the gang's", got)
+			}
+			w.submit(job("small").team("a").estimate(tc.estimate).submitted(10 * time.Minute))
+			d := w.at(10*time.Minute + time.Second).cycle()
+			if got := len(startsOf(d, "small")) == 1; got != tc.starts {
+				t.Errorf("small started %v, want %v; it waits %q", got, tc.starts, reasonOf(d, "small"))
+			}
+			if got := reasonOf(d, "gang"); got != WaitQuota {
+				t.Errorf("gang waits %q, want %q", got, WaitQuota)
+			}
+		})
+	}
+}
