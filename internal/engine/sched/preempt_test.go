@@ -1028,3 +1028,39 @@ func TestAnOwedClaimReclaimsFromProductionThatStraddlesItsTeamsGuarantee(t *test
 		t.Errorf("without ReclaimStraddlingAfter b-serve was evicted after %v", got)
 	}
 }
+
+// A whole-GPU claim on a node of MIG GPUs evicts, of the victims within
+// their team's guarantee, only those on the GPU it turns whole. Three
+// 1g.10gb notebooks run, two on GPU 0 and one on GPU 1 (GPUs 2 and 3 are
+// whole and busy); team a (guarantee 4) asks for one GPU for a batch
+// job. The victims' order, least work lost first, is nb-new (GPU 0),
+// nb-mid (GPU 1), nb-old (GPU 0): nb-mid alone frees a GPU. nb-new,
+// tried first, is given back when it is within its team's guarantee (a's
+// own), or it is owed at once (random-410: seventeen notebooks on three
+// GPUs evicted to turn one whole, eight of them within their team's
+// guarantee); borrowed, it goes too (giving back borrowed victims as
+// well cost the default scenario: "What was tried").
+func TestAWholeGPUClaimEvictsOnlyTheNotebooksOfTheGPUItTurns(t *testing.T) {
+	for _, tc := range []struct {
+		team string
+		want []string
+	}{
+		{"a", []string{"nb-mid"}},
+		{"b", []string{"nb-mid", "nb-new"}},
+	} {
+		t.Run("notebooks of "+tc.team, func(t *testing.T) {
+			st := fleet(t).nodes(1).gpus(4, "H100-80GB").mig().build()
+			w := newWorld(t, st, newScheduler(t, "partita", st), team("a").guarantee(4).burst(4), team("b").burst(4))
+			w.migOff("n1", 2, 3)
+			w.running(job("a-busy").team("a").gpus(2), 0, 0, "n1:2,3")
+			w.at(10*time.Minute).runningSlice(job("nb-old").team(tc.team).bestEffort().migProfile("1g.10gb"), "n1:0:1g.10gb@6")
+			w.at(20*time.Minute).runningSlice(job("nb-mid").team(tc.team).bestEffort().migProfile("1g.10gb"), "n1:1:1g.10gb@6")
+			w.at(30*time.Minute).runningSlice(job("nb-new").team(tc.team).bestEffort().migProfile("1g.10gb"), "n1:0:1g.10gb@5")
+			w.submit(job("claim").team("a").gpus(1).submitted(hour))
+			d := w.at(hour).decide()
+			if got := victimsOf(d); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("victims %v, want %v; claim waits %q", got, tc.want, reasonOf(d, "claim"))
+			}
+		})
+	}
+}
