@@ -89,8 +89,8 @@ func quotaBackfills(c *cycle, j, h *Job) bool {
 
 // quotaReadyAt is quotaFreeAt, computed once a cycle per gang: the jobs
 // started in the cycle by quotaBackfills end before it. (Also waiting,
-// once the quota fits the gang, for the nodes it reserved to drain was
-// tried: "What was tried".)
+// once the quota fits the gang, for the nodes it reserved to drain cost
+// the default scenario: docs/mixed.md, "What was tried".)
 func (c *cycle) quotaReadyAt(h *Job) time.Duration {
 	if at, ok := c.quotaReady[h.ID()]; ok {
 		return at
