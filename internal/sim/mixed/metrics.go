@@ -53,6 +53,13 @@ type Result struct {
 	// reason at that moment ("best-effort: REASON"; docs/metrics.md):
 	// where the owed clock's time comes from, without a trace.
 	OwedLateJobs map[string]int `json:"owed_late_jobs"`
+	// OwedLateBehindTeam counts those of them whose team's own waiting
+	// claims ahead of them (a higher class, or the same class submitted
+	// earlier), with what the team held, already came to more than its
+	// guarantee: late by the owed clock, which counts each job alone,
+	// while the scheduler served the team's claims in its order
+	// (docs/metrics.md).
+	OwedLateBehindTeam int `json:"owed_late_behind_own_team"`
 	// OwedWaits counts the waits of jobs owed their team's guarantee
 	// while they waited (served, or still waiting at the end), from when
 	// they became owed; OwedWaitsLate those over 60 s plus the grace; the
@@ -117,6 +124,9 @@ type metrics struct {
 	idleCause string
 	idleSec   map[string]float64
 	owedLate  map[string]int // jobs past the owed limit, by class and wait reason
+	// owedLateBehind counts those behind their team's own claims
+	// (behindOwnTeam).
+	owedLateBehind int
 	// owedWaits are the waits of the jobs served that were owed while
 	// they waited, from when they became owed to their start (s).
 	owedWaits []float64
@@ -420,7 +430,31 @@ func (m *metrics) lateEpisode(w *world, j *job, now time.Duration, why string) {
 	}
 	m.owedLate[fmt.Sprintf("%s: %s", j.Spec.Class, why)]++
 	t := &w.teams[j.team]
-	w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team guarantee %d: %s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), t.Guarantee, why)
+	behind := ""
+	if behindOwnTeam(w.active, j, teamUsage(w)[j.team], float64(t.Guarantee)) {
+		m.owedLateBehind++
+		behind = " (behind its team's own claims)"
+	}
+	w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team guarantee %d: %s%s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), t.Guarantee, why, behind)
+}
+
+// behindOwnTeam says whether the waiting claims of j's team ahead of j
+// (of a higher class, or of its class and submitted earlier: the order
+// in which the scheduler serves a team's claims), with held, the GPU
+// milli the team holds, come to more than its guarantee without j. The
+// owed clock counts j owed when held plus j fits: this is how often it
+// charges the scheduler for serving the team's older claims first.
+func behindOwnTeam(active []*job, j *job, held, guarantee float64) bool {
+	ahead := held
+	for _, v := range active {
+		if v == j || v.team != j.team || v.Phase != sched.Pending {
+			continue
+		}
+		if v.Spec.Class > j.Spec.Class || v.Spec.Class == j.Spec.Class && v.Submitted < j.Submitted {
+			ahead += float64(v.milli)
+		}
+	}
+	return ahead+float64(j.milli) > guarantee
 }
 
 // check is waiting at now: the end of the horizon for the last look,
@@ -644,6 +678,7 @@ func (m *metrics) result(w *world) *Result {
 	for reason, n := range m.owedLate {
 		r.OwedLateJobs[reason] = n
 	}
+	r.OwedLateBehindTeam = m.owedLateBehind
 	limit := owedLimit(w).Seconds()
 	r.OwedWaits = len(m.owedWaits)
 	for _, s := range m.owedWaits {

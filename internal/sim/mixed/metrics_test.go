@@ -3,6 +3,9 @@ package mixed
 import (
 	"testing"
 	"time"
+
+	"partita.dev/partita/internal/engine/sched"
+	"partita.dev/partita/internal/workload"
 )
 
 // A waiting job becomes owed at the first fall of its team's holdings
@@ -26,5 +29,39 @@ func TestAJobBecomesOwedAtTheFallThatMakesItFit(t *testing.T) {
 		if got := m.owedFrom(&c.j, 90*s, guarantee); got != c.want {
 			t.Errorf("%s: owed from %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A late owed job is behind its team's own claims when those ahead of it
+// in the team's order (a higher class, or its class and older), with
+// what the team holds, leave it no room in the guarantee.
+func TestALateJobIsBehindItsTeamsOwnClaims(t *testing.T) {
+	const held, guarantee = 7000, 16000
+	waiting := func(team int, class workload.Class, submitted time.Duration, milli int64) *job {
+		j := &job{team: team, milli: milli}
+		j.Phase, j.Submitted, j.Spec.Class = sched.Pending, submitted, class
+		return j
+	}
+	j := waiting(0, workload.Batch, time.Hour, 1000)
+	for _, c := range []struct {
+		name  string
+		other *job
+		want  bool
+	}{
+		{"a younger claim of a higher class fills the guarantee", waiting(0, workload.Production, 2*time.Hour, 8500), true},
+		{"an older claim of its class fills it", waiting(0, workload.Batch, time.Minute, 8500), true},
+		{"a younger claim of its class does not count", waiting(0, workload.Batch, 2*time.Hour, 8500), false},
+		{"a lower class does not count", waiting(0, workload.BestEffort, time.Minute, 8500), false},
+		{"another team's claim does not count", waiting(1, workload.Batch, time.Minute, 8500), false},
+		{"an older claim that leaves room", waiting(0, workload.Batch, time.Minute, 8000), false},
+	} {
+		if got := behindOwnTeam([]*job{c.other, j}, j, held, guarantee); got != c.want {
+			t.Errorf("%s: behind %v, want %v", c.name, got, c.want)
+		}
+	}
+	running := waiting(0, workload.Batch, time.Minute, 8500)
+	running.Phase = sched.Running
+	if behindOwnTeam([]*job{running, j}, j, held, guarantee) {
+		t.Error("a running job of the team counted as a claim ahead (what it holds is in held)")
 	}
 }

@@ -505,6 +505,10 @@ func TestAnOwedViolationIsTracedOnce(t *testing.T) {
 	if s := Summarize([]*Result{r, r}); !maps.Equal(s.OwedLateJobs, map[string]int{job.Spec.Class.String() + ": " + sched.WaitReconfig: 2}) {
 		t.Errorf("owed_late_jobs_total over two copies %v, want twice %v", s.OwedLateJobs, want)
 	}
+	// Its team has no other claim ahead of it.
+	if r.OwedLateBehindTeam != 0 || strings.Contains(lines[0], "behind its team") {
+		t.Errorf("owed_late_behind_own_team %d (line %q), want 0: the job is its team's only claim", r.OwedLateBehindTeam, lines[0])
+	}
 }
 
 // The report lists owed_late_jobs, most frequent first, one column per
@@ -514,13 +518,18 @@ func TestTheReportListsOwedLateJobs(t *testing.T) {
 		return &Result{Scenario: "x", Scheduler: name, WaitP95: map[string]float64{}, WaitP95WithinGuarantee: map[string]float64{}, OwedLateJobs: late}
 	}
 	var b strings.Builder
-	if err := writeMarkdown(&b, "cmd", []*Result{res("p", map[string]int{"batch: x": 1, "best-effort: y": 3}), res("q", map[string]int{"batch: x": 1})}); err != nil {
+	p := res("p", map[string]int{"batch: x": 1, "best-effort: y": 3})
+	p.OwedLateBehindTeam = 2
+	if err := writeMarkdown(&b, "cmd", []*Result{p, res("q", map[string]int{"batch: x": 1})}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	y, x := strings.Index(out, "| best-effort: y | 3 | 0 |"), strings.Index(out, "| batch: x | 1 | 1 |")
 	if y < 0 || x < 0 || y > x {
 		t.Errorf("want the row of 3 then the row of 2, one column per scheduler:\n%s", out)
+	}
+	if behind := strings.Index(out, "(`owed_late_behind_own_team`) | 2 | 0 |"); behind < x {
+		t.Errorf("want the count behind their team's own claims after the reasons:\n%s", out)
 	}
 	b.Reset()
 	if err := writeMarkdown(&b, "cmd", []*Result{res("p", map[string]int{})}); err != nil {

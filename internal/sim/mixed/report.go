@@ -108,6 +108,11 @@ func writeOwedLate(w io.Writer, results []*Result) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprint(w, "| of them, behind their team's own claims (`owed_late_behind_own_team`) |")
+	for _, r := range results {
+		fmt.Fprintf(w, " %d |", r.OwedLateBehindTeam)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 }
 

@@ -46,6 +46,9 @@ type Summary struct {
 	IdleGPUHoursMean map[string]float64 `json:"idle_gpu_hours_mean"`
 	// OwedLateJobs is owed_late_jobs summed over the seeds.
 	OwedLateJobs map[string]int `json:"owed_late_jobs_total"`
+	// OwedLateBehindTeam is owed_late_behind_own_team summed over the
+	// seeds.
+	OwedLateBehindTeam int `json:"owed_late_behind_own_team_total"`
 	// OwedWaits and OwedWaitsLate are owed_waits and owed_waits_late
 	// summed over the seeds; OwedWaitMax the longest owed wait of any.
 	OwedWaits     int     `json:"owed_waits_total"`
@@ -124,6 +127,7 @@ func Summarize(results []*Result) Summary {
 		for reason, n := range r.OwedLateJobs {
 			s.OwedLateJobs[reason] += n
 		}
+		s.OwedLateBehindTeam += r.OwedLateBehindTeam
 		s.OwedWaits += r.OwedWaits
 		s.OwedWaitsLate += r.OwedWaitsLate
 		s.OwedWaitMax = max(s.OwedWaitMax, r.OwedWaitMax)

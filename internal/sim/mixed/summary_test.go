@@ -61,3 +61,12 @@ func TestSummarizeOfNoResultsIsEmpty(t *testing.T) {
 		t.Errorf("no Jain samples: JainMin %v over %d seeds, want 0 over 0", got.JainMin, got.JainSeeds)
 	}
 }
+
+func TestSummarizeAddsTheLateJobsBehindTheirTeamsOwnClaims(t *testing.T) {
+	r := func(n int) *Result {
+		return &Result{WaitP95: map[string]float64{}, OwedLateBehindTeam: n}
+	}
+	if got := Summarize([]*Result{r(2), r(0), r(3)}).OwedLateBehindTeam; got != 5 {
+		t.Errorf("owed_late_behind_own_team_total %d, want 5", got)
+	}
+}
