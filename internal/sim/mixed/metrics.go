@@ -438,23 +438,38 @@ func (m *metrics) lateEpisode(w *world, j *job, now time.Duration, why string) {
 	w.tracef("owed violation %s: %s (%s, %d milli) owed for %.0fs, queued %.0fs, team guarantee %d: %s%s", t.Name, j.ID(), j.Spec.Class, j.milli, (now - j.owedSince).Seconds(), (now - j.queuedAt).Seconds(), t.Guarantee, why, behind)
 }
 
-// behindOwnTeam says whether the waiting claims of j's team ahead of j
-// (of a higher class, or of its class and submitted earlier: the order
-// in which the scheduler serves a team's claims), with held, the GPU
-// milli the team holds, come to more than its guarantee without j. The
-// owed clock counts j owed when held plus j fits: this is how often it
-// charges the scheduler for serving the team's older claims first.
+// behindOwnTeam says whether j's team's guarantee, served to the team's
+// waiting claims in the order the scheduler serves them (a higher class
+// first, then the older), is taken by those ahead of j before j's turn:
+// from what the guarantee leaves over held (the GPU milli the team
+// holds), each claim ahead that fits in what is left takes its part;
+// one that does not fit takes nothing, and those behind it go around
+// it. The owed clock counts j owed when held plus j fits, each job
+// alone: this is how often it charges the scheduler for serving the
+// team's own claims before j.
 func behindOwnTeam(active []*job, j *job, held, guarantee float64) bool {
-	ahead := held
+	var ahead []*job
 	for _, v := range active {
 		if v == j || v.team != j.team || v.Phase != sched.Pending {
 			continue
 		}
 		if v.Spec.Class > j.Spec.Class || v.Spec.Class == j.Spec.Class && v.Submitted < j.Submitted {
-			ahead += float64(v.milli)
+			ahead = append(ahead, v)
 		}
 	}
-	return ahead+float64(j.milli) > guarantee
+	slices.SortStableFunc(ahead, func(a, b *job) int {
+		if a.Spec.Class != b.Spec.Class {
+			return cmp.Compare(b.Spec.Class, a.Spec.Class)
+		}
+		return cmp.Compare(a.Submitted, b.Submitted)
+	})
+	room := guarantee - held
+	for _, v := range ahead {
+		if m := float64(v.milli); m <= room {
+			room -= m
+		}
+	}
+	return float64(j.milli) > room
 }
 
 // check is waiting at now: the end of the horizon for the last look,

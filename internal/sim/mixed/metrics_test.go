@@ -32,11 +32,13 @@ func TestAJobBecomesOwedAtTheFallThatMakesItFit(t *testing.T) {
 	}
 }
 
-// A late owed job is behind its team's own claims when those ahead of it
-// in the team's order (a higher class, or its class and older), with
-// what the team holds, leave it no room in the guarantee.
+// A late owed job is behind its team's own claims when the guarantee,
+// served to the team's claims in the scheduler's order (a higher class,
+// then the older), is taken by those ahead of it: each claim ahead that
+// fits in what is left takes its part, one that does not fit takes
+// nothing.
 func TestALateJobIsBehindItsTeamsOwnClaims(t *testing.T) {
-	const held, guarantee = 7000, 16000
+	const held, guarantee = 7000, 16000 // 9000 left
 	waiting := func(team int, class workload.Class, submitted time.Duration, milli int64) *job {
 		j := &job{team: team, milli: milli}
 		j.Phase, j.Submitted, j.Spec.Class = sched.Pending, submitted, class
@@ -44,18 +46,21 @@ func TestALateJobIsBehindItsTeamsOwnClaims(t *testing.T) {
 	}
 	j := waiting(0, workload.Batch, time.Hour, 1000)
 	for _, c := range []struct {
-		name  string
-		other *job
-		want  bool
+		name   string
+		others []*job
+		want   bool
 	}{
-		{"a younger claim of a higher class fills the guarantee", waiting(0, workload.Production, 2*time.Hour, 8500), true},
-		{"an older claim of its class fills it", waiting(0, workload.Batch, time.Minute, 8500), true},
-		{"a younger claim of its class does not count", waiting(0, workload.Batch, 2*time.Hour, 8500), false},
-		{"a lower class does not count", waiting(0, workload.BestEffort, time.Minute, 8500), false},
-		{"another team's claim does not count", waiting(1, workload.Batch, time.Minute, 8500), false},
-		{"an older claim that leaves room", waiting(0, workload.Batch, time.Minute, 8000), false},
+		{"a younger claim of a higher class takes the room", []*job{waiting(0, workload.Production, 2*time.Hour, 8500)}, true},
+		{"an older claim of its class takes it", []*job{waiting(0, workload.Batch, time.Minute, 8500)}, true},
+		{"a younger claim of its class does not count", []*job{waiting(0, workload.Batch, 2*time.Hour, 8500)}, false},
+		{"a lower class does not count", []*job{waiting(0, workload.BestEffort, time.Minute, 8500)}, false},
+		{"another team's claim does not count", []*job{waiting(1, workload.Batch, time.Minute, 8500)}, false},
+		{"an older claim that leaves room", []*job{waiting(0, workload.Batch, time.Minute, 8000)}, false},
+		{"an older claim too big for the room takes nothing", []*job{waiting(0, workload.Batch, time.Minute, 9500)}, false},
+		{"two claims ahead take it together", []*job{waiting(0, workload.Batch, time.Minute, 4500), waiting(0, workload.Production, 2*time.Hour, 4000)}, true},
+		{"one too big, then one that takes it", []*job{waiting(0, workload.Batch, time.Minute, 9500), waiting(0, workload.Batch, 2*time.Minute, 8500)}, true},
 	} {
-		if got := behindOwnTeam([]*job{c.other, j}, j, held, guarantee); got != c.want {
+		if got := behindOwnTeam(append(c.others, j), j, held, guarantee); got != c.want {
 			t.Errorf("%s: behind %v, want %v", c.name, got, c.want)
 		}
 	}
