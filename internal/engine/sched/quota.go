@@ -87,25 +87,25 @@ func quotaBackfills(c *cycle, j, h *Job) bool {
 	return ready > 0 && c.in.Now+j.Estimate <= ready
 }
 
-// quotaReadyAt is quotaFreeAt, computed once a cycle per gang: the jobs
+// quotaReadyAt is when, by the estimates of its team's running jobs, h's
+// team will have freed enough of its quota for h: c.in.Now when h fits
+// it now, 0 when unknown. Computed once a cycle per gang: the jobs
 // started in the cycle by quotaBackfills end before it. (Also waiting,
 // once the quota fits the gang, for the nodes it reserved to drain cost
 // the default scenario: docs/mixed.md, "What was tried".)
 func (c *cycle) quotaReadyAt(h *Job) time.Duration {
-	if at, ok := c.quotaReady[h.ID()]; ok {
-		return at
+	at, ok := c.quotaReady[h.ID()]
+	if !ok {
+		at = c.quotaFreeAt(h)
+		if c.quotaReady == nil {
+			c.quotaReady = map[string]time.Duration{}
+		}
+		c.quotaReady[h.ID()] = at
 	}
-	at := c.quotaFreeAt(h)
-	if c.quotaReady == nil {
-		c.quotaReady = map[string]time.Duration{}
-	}
-	c.quotaReady[h.ID()] = at
 	return at
 }
 
-// quotaFreeAt is when, by the estimates of its team's running jobs, h's
-// team will have freed enough of its quota for h: c.in.Now when h fits
-// it now, 0 when unknown.
+// quotaFreeAt computes quotaReadyAt.
 func (c *cycle) quotaFreeAt(h *Job) time.Duration {
 	lim, ok := c.sch.limit(c, h)
 	if !ok {

@@ -53,12 +53,10 @@ type Result struct {
 	// reason at that moment ("best-effort: REASON"; docs/metrics.md):
 	// where the owed clock's time comes from, without a trace.
 	OwedLateJobs map[string]int `json:"owed_late_jobs"`
-	// OwedLateBehindTeam counts those of them whose team's own waiting
-	// claims ahead of them (a higher class, or the same class submitted
-	// earlier), with what the team held, already came to more than its
-	// guarantee: late by the owed clock, which counts each job alone,
-	// while the scheduler served the team's claims in its order
-	// (docs/metrics.md).
+	// OwedLateBehindTeam counts those of them behind their team's own
+	// claims: the team's guarantee, served to its waiting claims in the
+	// scheduler's order (a higher class, then the earlier submitted), was
+	// taken by those ahead of them (behindOwnTeam; docs/metrics.md).
 	OwedLateBehindTeam int `json:"owed_late_behind_own_team"`
 	// OwedWaits counts the waits of jobs owed their team's guarantee
 	// while they waited (served, or still waiting at the end), from when
