@@ -65,6 +65,11 @@ type Scheduler struct {
 	// cycles; entries of jobs gone are pruned now and then.
 	byID   map[string]*Job
 	cycles int
+	// liveFrom is the cycle of the last recount: a job's entry seen
+	// since is of a job of the input, unless the job was gone since
+	// (Input.Gone). kept holds the sums an incremental input updates.
+	liveFrom int
+	kept     kept
 	// searchBackoff holds off a job's next victim search after one that
 	// found nothing: the running work rarely changes enough in a minute.
 	searchBackoff map[string]time.Duration
@@ -304,35 +309,39 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 	// they outnumber the live ones: a world that builds its Jobs anew each
 	// cycle (Kubernetes does) indexes each job again every cycle.
 	prune := s.cycles%256 == 0 || len(s.byID) > 2*len(in.Jobs)+1024
+	if in.Incremental && s.kept.fits(in) {
+		s.applyChanges(c)
+	} else {
+		s.recount(c)
+	}
+	if prune {
+		for id, j := range s.byID {
+			if !s.live(&j.held) || j.ID() != id {
+				delete(s.byID, id)
+			}
+		}
+		s.forgetGone(c)
+	}
+	return c
+}
+
+// recount reads every job of the input: what each holds, what each team
+// holds, when each node's running work ends. With Input.Incremental it
+// also keeps those sums for the next cycles (incremental.go).
+func (s *Scheduler) recount(c *cycle) {
+	in := c.in
+	s.liveFrom = s.cycles
 	c.use = make([]int64, len(in.Teams))
 	c.endsBy, c.endUnknown = make([]time.Duration, in.Cluster.Len()), make([]bool, in.Cluster.Len())
+	k := &s.kept
+	if in.Incremental {
+		k.reset(in)
+	} else if k.ok {
+		*k = kept{}
+	}
 	for _, j := range in.Jobs {
+		s.refresh(c, j)
 		e := &j.held
-		if e.owner != s {
-			// A Job not seen before: index it by ID. (Rebuilding that
-			// index every cycle was a tenth of a cycle on a backlog.)
-			s.byID[j.ID()] = j
-			e.owner = nil
-		}
-		if e.owner == nil || e.set != in.Cluster.NodeSet() || !e.holds(j.Placed) {
-			*e = heldEntry{owner: s, tasks: len(j.Placed), set: in.Cluster.NodeSet()}
-			if !noneOf(j.Placed) {
-				e.placed = append(e.small[:0:len(e.small)], j.Placed...)
-				e.slices = onSlices(j)
-			}
-			for _, a := range j.Placed {
-				if a == nil {
-					continue
-				}
-				if i, ok := in.Cluster.Lookup(a.Node); ok {
-					e.milli += int64(a.GPUMilli(in.Cluster.Node(i)))
-					if !slices.Contains(e.nodes, i) {
-						e.nodes = append(e.nodes, i)
-					}
-				}
-			}
-		}
-		e.seen = s.cycles
 		if j.Phase != Pending {
 			// Read here, with the rest of the job, rather than when a
 			// reservation asks (readyAt): it asks in most cycles of a
@@ -345,12 +354,6 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 				}
 			}
 		}
-		// The team's position in the input, which the entry remembers:
-		// sums and counts per team by position, not through a map
-		// updated for each of thousands of jobs.
-		if t := e.team; t < 0 || t >= len(in.Teams) || in.Teams[t].Name != j.Spec.Team {
-			e.team = c.posOf(j.Spec.Team)
-		}
 		if e.milli > 0 {
 			if e.team >= 0 {
 				c.use[e.team] += e.milli
@@ -358,16 +361,57 @@ func (s *Scheduler) snapshot(in Input) *cycle {
 				c.useOther[j.Spec.Team] += e.milli
 			}
 		}
+		if in.Incremental {
+			k.add(j)
+		}
 	}
-	if prune {
-		for id, j := range s.byID {
-			if j.held.owner != s || j.held.seen != s.cycles || j.ID() != id {
-				delete(s.byID, id)
+	if in.Incremental {
+		k.take(c)
+	}
+}
+
+// refresh brings j's entry up to date with the input: indexed by ID,
+// what it holds recomputed when its placement changed, seen this cycle,
+// its team's position.
+func (s *Scheduler) refresh(c *cycle, j *Job) {
+	in := c.in
+	e := &j.held
+	if e.owner != s {
+		// A Job not seen before: index it by ID. (Rebuilding that
+		// index every cycle was a tenth of a cycle on a backlog.)
+		s.byID[j.ID()] = j
+		e.owner = nil
+	}
+	if e.owner == nil || e.set != in.Cluster.NodeSet() || !e.holds(j.Placed) {
+		*e = heldEntry{owner: s, tasks: len(j.Placed), set: in.Cluster.NodeSet()}
+		if !noneOf(j.Placed) {
+			e.placed = append(e.small[:0:len(e.small)], j.Placed...)
+			e.slices = onSlices(j)
+		}
+		for _, a := range j.Placed {
+			if a == nil {
+				continue
+			}
+			if i, ok := in.Cluster.Lookup(a.Node); ok {
+				e.milli += int64(a.GPUMilli(in.Cluster.Node(i)))
+				if !slices.Contains(e.nodes, i) {
+					e.nodes = append(e.nodes, i)
+				}
 			}
 		}
-		s.forgetGone(c)
 	}
-	return c
+	e.seen = s.cycles
+	// The team's position in the input, which the entry remembers:
+	// sums and counts per team by position, not through a map
+	// updated for each of thousands of jobs.
+	if t := e.team; t < 0 || t >= len(in.Teams) || in.Teams[t].Name != j.Spec.Team {
+		e.team = c.posOf(j.Spec.Team)
+	}
+}
+
+// live says whether e is the entry of a job of this cycle's input.
+func (s *Scheduler) live(e *heldEntry) bool {
+	return e.owner == s && e.seen >= s.liveFrom
 }
 
 // job returns the job of the input with that ID.
@@ -376,7 +420,7 @@ func (c *cycle) job(id string) (*Job, bool) {
 	if !ok {
 		return nil, false
 	}
-	if e := &j.held; e.owner != c.sch || e.seen != c.sch.cycles {
+	if !c.sch.live(&j.held) {
 		return nil, false // gone, or replaced by another Job of that ID
 	}
 	return j, true
@@ -414,7 +458,7 @@ func (c *cycle) pinnedNodes() map[string]bool {
 // teamPos is the position of j's team in the input, -1 when it is not
 // there: the snapshot's entry remembers it for every job of the input.
 func (c *cycle) teamPos(j *Job) int {
-	if e := &j.held; e.owner == c.sch && e.seen == c.sch.cycles {
+	if e := &j.held; c.sch.live(e) {
 		return e.team
 	}
 	return c.posOf(j.Spec.Team)
@@ -1117,7 +1161,7 @@ func (s *Scheduler) clearOnClaim(c *cycle, j *Job) {
 func (s *Scheduler) order(c *cycle) []*Job {
 	ks := s.orderKeys[:0]
 	share := s.shareFunc(c)
-	for _, j := range c.in.Jobs {
+	for _, j := range s.jobsToOrder(c) {
 		if j.Phase == Pending {
 			k := orderKey{j: j}
 			if s.cfg.Order != FIFO {

@@ -17,7 +17,17 @@ func (w *world) cycle() error { return w.cycleOf(nil) }
 
 // cycleOf runs a cycle, limited to the jobs only when not nil.
 func (w *world) cycleOf(only []string) error {
-	in := sched.Input{Now: w.now(), Cluster: w.st, Teams: w.teams, Only: only}
+	in := sched.Input{Now: w.now(), Cluster: w.st, Teams: w.teams, Only: only, Incremental: !w.opt.fullInputs}
+	for _, j := range w.changed {
+		j.listed = false
+		if !j.done { // gone since: listed in Gone only
+			in.Changed = append(in.Changed, &j.Job)
+		}
+	}
+	for _, j := range w.gone {
+		in.Gone = append(in.Gone, &j.Job)
+	}
+	w.changed, w.gone = w.changed[:0], w.gone[:0]
 	// The list is rebuilt in the same array each cycle: the scheduler
 	// keeps none of it (a new one per cycle was a tenth of what a week
 	// allocates).
@@ -32,6 +42,11 @@ func (w *world) cycleOf(only []string) error {
 	}
 	w.input = in.Jobs
 	d := w.sch.Cycle(in)
+	if w.opt.Check {
+		if err := w.sch.CheckKept(in); err != nil {
+			return fmt.Errorf("the scheduler's sums kept from the changes listed: %w", err)
+		}
+	}
 	// After the starts: a job started now is not waiting.
 	if only == nil {
 		defer w.metrics.waiting(w, d)
@@ -200,6 +215,7 @@ func (w *world) start(s sched.Start) error {
 	}
 	a := s.Assignment
 	j.Placed[s.Task] = &a
+	w.touch(j)
 	j.readyAt[s.Task] = w.now()
 	if s.Creates {
 		// The instance must be created first.
@@ -285,6 +301,7 @@ func (w *world) releaseAll(j *job) error {
 			return fmt.Errorf("release %s: %w", a.Task, err)
 		}
 		j.Placed[i] = nil
+		w.touch(j)
 	}
 	w.metrics.released(j, w.now())
 	j.heldShare = 0
@@ -295,6 +312,7 @@ func (w *world) removeActive(j *job) {
 	for i, x := range w.active {
 		if x == j {
 			w.active = append(w.active[:i], w.active[i+1:]...)
+			w.gone = append(w.gone, j)
 			return
 		}
 	}
@@ -316,6 +334,7 @@ func (w *world) migrate(m sched.Migration) error {
 	t := j.Spec.Tasks[m.Task]
 	to := m.To
 	j.Placed[m.Task] = &to
+	w.touch(j)
 	oldNode, newNode := w.st.NodeByName(old.Node), w.st.NodeByName(to.Node)
 	if j.runSince >= 0 {
 		w.metrics.usefulNow += engine.Need(newNode, to, t) - engine.Need(oldNode, old, t)
@@ -374,6 +393,7 @@ func (w *world) preempt(p sched.Preemption) {
 		return
 	}
 	j.Phase = sched.Terminating
+	w.touch(j)
 	w.metrics.preemptions++
 	w.tracef("preempt %s (%s/%s): %s", j.ID(), j.Spec.Team, j.Spec.Class, p.Reason)
 	w.after(p.Grace, timer{kind: tGrace, job: j, epoch: j.epoch, forJob: p.For})
@@ -402,6 +422,7 @@ func (w *world) graceOver(j *job, epoch int) (back bool, err error) {
 	j.epoch++
 	j.runSince = -1
 	j.Phase = sched.Pending
+	w.touch(j)
 	j.queuedAt = w.now()
 	j.within = w.withinGuarantee(j)
 	return true, nil

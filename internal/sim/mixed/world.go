@@ -46,6 +46,9 @@ type Options struct {
 	// cluster's own, no gang partly running under a gang scheduler, no
 	// team above its burst (its guarantee without borrowing).
 	Check bool
+	// fullInputs gives the scheduler every job to read each cycle, not the
+	// list of changes (tests: the decisions must not differ).
+	fullInputs bool
 }
 
 func (o *Options) defaults() {
@@ -101,6 +104,8 @@ type job struct {
 	lastReason string
 	// heldShare is the GPU the job's placed tasks hold (gpuShare).
 	heldShare float64
+	// listed: in world.changed.
+	listed bool
 	// team is the job's team's position in world.teams (-1: none), milli
 	// the GPU it asks for: the metrics read both for every queued job at
 	// every cycle.
@@ -136,6 +141,12 @@ type world struct {
 	byID   map[string]*job
 	active []*job       // arrived, not done
 	input  []*sched.Job // the array cycles list their jobs in
+	// changed and gone are what the next cycle's input lists as changed
+	// since the last one (sched.Input.Incremental): every change of a
+	// job's phase or placement goes through touch, a departure through
+	// removeActive.
+	changed []*job
+	gone    []*job
 
 	// stuckAfter is how many events one instant may have before the run
 	// fails as stuck (loop); 0 for the default bound.
@@ -323,6 +334,7 @@ func (w *world) handle(ev sim.Event) error {
 		j.queuedAt = w.now()
 		j.within = w.withinGuarantee(j)
 		w.active = append(w.active, j)
+		w.touch(j)
 		w.metrics.arrived(j)
 		w.wantLight(j.ID())
 	case evDeparture:
@@ -473,6 +485,14 @@ func (w *world) anyPending() bool {
 		}
 	}
 	return false
+}
+
+// touch lists j as changed for the next cycle's input.
+func (w *world) touch(j *job) {
+	if !j.listed {
+		j.listed = true
+		w.changed = append(w.changed, j)
+	}
 }
 
 func (w *world) tracef(format string, args ...any) {
