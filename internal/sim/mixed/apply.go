@@ -31,13 +31,11 @@ func (w *world) cycleOf(only []string) error {
 	// The list is rebuilt in the same array each cycle: the scheduler
 	// keeps none of it (a new one per cycle was a tenth of what a week
 	// allocates).
+	// The scheduler picks victims by the work they would lose: it must
+	// see the last checkpoint, not the start (lostWork).
+	w.checkpoints()
 	in.Jobs = w.input[:0]
 	for _, j := range w.active {
-		if every := j.arrival.CheckpointEvery; every > 0 && j.runSince >= 0 {
-			// The scheduler picks victims by the work they would lose:
-			// it must see the last checkpoint, not the start (lostWork).
-			j.Checkpoint = j.runSince + (w.now()-j.runSince)/every*every
-		}
 		in.Jobs = append(in.Jobs, &j.Job)
 	}
 	w.input = in.Jobs
@@ -107,6 +105,9 @@ func (w *world) cycleOf(only []string) error {
 func (w *world) checkInvariants() error {
 	if err := w.st.Check(); err != nil {
 		return fmt.Errorf("cluster invariant: %w", err)
+	}
+	if err := w.checkLists(); err != nil {
+		return fmt.Errorf("the world's lists: %w", err)
 	}
 	cfg := w.sch.Config()
 	// Every allocation in the cluster is a task's place, or a moved
@@ -238,6 +239,7 @@ func (w *world) start(s sched.Start) error {
 	if j.Complete() {
 		w.metrics.served(w, j)
 		j.Phase = sched.Running
+		w.notPending(j)
 		j.Started = w.now()
 		j.Checkpoint = w.now()
 		w.maybeRun(j)
@@ -256,6 +258,7 @@ func (w *world) maybeRun(j *job) {
 		}
 	}
 	j.runSince = w.now()
+	w.startCheckpoints(j)
 	j.waits = append(j.waits, w.now()-j.queuedAt) // queued until it runs, instance creation included
 	if j.within {
 		j.waitsWithin = append(j.waitsWithin, w.now()-j.queuedAt)
@@ -305,17 +308,8 @@ func (w *world) releaseAll(j *job) error {
 	}
 	w.metrics.released(j, w.now())
 	j.heldShare = 0
+	w.heldChanged(j)
 	return nil
-}
-
-func (w *world) removeActive(j *job) {
-	for i, x := range w.active {
-		if x == j {
-			w.active = append(w.active[:i], w.active[i+1:]...)
-			w.gone = append(w.gone, j)
-			return
-		}
-	}
 }
 
 // migrate moves a task of a running service, make before break: the new
@@ -421,7 +415,9 @@ func (w *world) graceOver(j *job, epoch int) (back bool, err error) {
 	}
 	j.epoch++
 	j.runSince = -1
+	w.stopCheckpoints(j)
 	j.Phase = sched.Pending
+	w.backToPending(j)
 	w.touch(j)
 	j.queuedAt = w.now()
 	j.within = w.withinGuarantee(j)

@@ -59,3 +59,28 @@ func TestAnUnlistedChangeFailsTheCheck(t *testing.T) {
 		t.Fatalf("a phase changed and not listed: got %v, want an error saying so", err)
 	}
 }
+
+// The world's lists of pending jobs, holdings and checkpoints agree with
+// its jobs after every cycle (Options.Check), and a change made around
+// them shows.
+func TestTheWorldsListsFollowItsJobs(t *testing.T) {
+	sc := load(t, filepath.Join("..", "..", "..", "scenarios", "default.yaml"))
+	sc.Duration = 36 * time.Hour
+	_, w := runWorldWith(t, sc, Options{Scheduler: "partita", Seed: 2, Check: true})
+	if err := w.checkLists(); err != nil {
+		t.Fatalf("after 36 h: %v", err)
+	}
+	if len(w.lists.pending) == 0 || len(w.lists.ckpt) == 0 {
+		t.Fatalf("after 36 h: %d pending, %d checkpointing: the check compares nothing", len(w.lists.pending), len(w.lists.ckpt))
+	}
+	j := w.lists.pending[0]
+	j.heldShare += 0.5 // as metrics.placed does, without heldChanged
+	if err := w.checkLists(); err == nil || !strings.Contains(err.Error(), j.ID()) {
+		t.Errorf("a holding changed around the lists: got %v", err)
+	}
+	j.heldShare -= 0.5
+	w.lists.pending = w.lists.pending[1:]
+	if err := w.checkLists(); err == nil || !strings.Contains(err.Error(), "pending") {
+		t.Errorf("a pending job left out of the list: got %v", err)
+	}
+}

@@ -188,7 +188,7 @@ func idleCause(w *world, free float64) string {
 		return IdleNoWork // nothing stands idle: the cause counts nothing
 	}
 	waiting, fits := 0, map[string]int{}
-	for _, j := range w.active {
+	for _, j := range w.lists.pending {
 		if j.Phase != sched.Pending {
 			continue
 		}
@@ -233,6 +233,7 @@ func (m *metrics) placed(w *world, j *job, s sched.Start) {
 			m.held[j.team] += engine.GrantShare(n, g) * 1000
 		}
 	}
+	w.heldChanged(j)
 	if oom(n, s.Assignment, j.Spec.Tasks[s.Task]) {
 		m.oom++
 	}
@@ -391,7 +392,7 @@ func lastReason(w *world, j *job) string {
 func (m *metrics) outgrown(w *world) {
 	var usage []float64
 	now, limit := w.now(), owedLimit(w)
-	for _, j := range w.active {
+	for _, j := range w.lists.pending {
 		if j.team < 0 || j.Phase != sched.Pending {
 			continue
 		}
@@ -479,7 +480,15 @@ func (m *metrics) check(w *world, d sched.Decision, now time.Duration) {
 	prev := m.lastCheck
 	usage := teamUsage(w)
 	limit := owedLimit(w)
-	for _, j := range w.active {
+	// A job that left the queue since the last look is owed nothing now
+	// (and still waits, in the loop below, if it came back since).
+	for _, j := range w.lists.left {
+		if j.Phase != sched.Pending {
+			j.owed, j.owedLate = false, false
+		}
+	}
+	w.lists.left = w.lists.left[:0]
+	for _, j := range w.lists.pending {
 		if j.team < 0 {
 			continue
 		}
@@ -583,9 +592,9 @@ func (m *metrics) owedFrom(j *job, prev time.Duration, guarantee float64) time.D
 // teamUsage is the GPU milli each team holds, by position in world.teams.
 func teamUsage(w *world) []float64 {
 	u := make([]float64, len(w.teams))
-	for _, j := range w.active {
-		if j.team >= 0 {
-			u[j.team] += j.heldShare * 1000
+	for i, t := range w.lists.team {
+		if t >= 0 {
+			u[t] += w.lists.share[i] * 1000
 		}
 	}
 	return u
@@ -673,7 +682,7 @@ func (m *metrics) finish(w *world, end time.Duration) {
 	m.check(w, sched.Decision{}, end)
 	// Jobs owed and still waiting at the end: their wait so far, or a
 	// scheduler that never serves a claim would look fast.
-	for _, j := range w.active {
+	for _, j := range w.lists.pending {
 		if j.owed && j.Phase == sched.Pending {
 			m.owedWaits = append(m.owedWaits, (end - j.owedSince).Seconds())
 		}

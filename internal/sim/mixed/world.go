@@ -106,6 +106,7 @@ type job struct {
 	heldShare float64
 	// listed: in world.changed.
 	listed bool
+	seq    int // its arrival's number: the order of world.active
 	// team is the job's team's position in world.teams (-1: none), milli
 	// the GPU it asks for: the metrics read both for every queued job at
 	// every cycle.
@@ -147,6 +148,7 @@ type world struct {
 	// removeActive.
 	changed []*job
 	gone    []*job
+	lists   lists
 
 	// stuckAfter is how many events one instant may have before the run
 	// fails as stuck (loop); 0 for the default bound.
@@ -333,7 +335,7 @@ func (w *world) handle(ev sim.Event) error {
 		j.Phase = sched.Pending
 		j.queuedAt = w.now()
 		j.within = w.withinGuarantee(j)
-		w.active = append(w.active, j)
+		w.arrive(j)
 		w.touch(j)
 		w.metrics.arrived(j)
 		w.wantLight(j.ID())
@@ -476,15 +478,6 @@ func (w *world) wantTick() {
 func (w *world) after(d time.Duration, t timer) {
 	w.timers = append(w.timers, t)
 	_ = w.q.Push(sim.Event{At: w.now() + d, Kind: evTimer, Ref: refFirstDynamic + len(w.timers) - 1})
-}
-
-func (w *world) anyPending() bool {
-	for _, j := range w.active {
-		if j.Phase == sched.Pending {
-			return true
-		}
-	}
-	return false
 }
 
 // touch lists j as changed for the next cycle's input.
