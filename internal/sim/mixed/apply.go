@@ -28,12 +28,12 @@ func (w *world) cycleOf(only []string) error {
 		in.Gone = append(in.Gone, &j.Job)
 	}
 	w.changed, w.gone = w.changed[:0], w.gone[:0]
-	// The list is rebuilt in the same array each cycle: the scheduler
-	// keeps none of it (a new one per cycle was a tenth of what a week
-	// allocates).
 	// The scheduler picks victims by the work they would lose: it must
 	// see the last checkpoint, not the start (lostWork).
 	w.checkpoints()
+	// The list is rebuilt in the same array each cycle: the scheduler
+	// keeps none of it (a new one per cycle was a tenth of what a week
+	// allocates). Only the pointers are read, not the jobs.
 	in.Jobs = w.input[:0]
 	for _, j := range w.active {
 		in.Jobs = append(in.Jobs, &j.Job)
