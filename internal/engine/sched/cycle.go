@@ -108,12 +108,17 @@ type Scheduler struct {
 	orderOut  []*Job
 }
 
-// orderKey is a pending job with its keys in the cycle's order.
+// orderKey is a pending job with its keys in the cycle's order, each
+// copied from the job: the sort compares every two jobs many times, and
+// reading them from the jobs was a miss each (a tenth of a week-1000 run).
 type orderKey struct {
-	j      *Job
-	within bool
-	holds  bool
-	share  float64
+	j         *Job
+	within    bool
+	holds     bool
+	share     float64
+	class     workload.Class
+	team, id  string
+	submitted time.Duration
 }
 
 // capacityOf returns engine.CapacityOf(st), cached while the nodes stay
@@ -1163,7 +1168,7 @@ func (s *Scheduler) order(c *cycle) []*Job {
 	share := s.shareFunc(c)
 	for _, j := range s.jobsToOrder(c) {
 		if j.Phase == Pending {
-			k := orderKey{j: j}
+			k := orderKey{j: j, class: j.Spec.Class, team: j.Spec.Team, id: j.ID(), submitted: j.Submitted}
 			if s.cfg.Order != FIFO {
 				k.share = share(j)
 			}
@@ -1184,16 +1189,16 @@ func (s *Scheduler) order(c *cycle) []*Job {
 		if x.holds != y.holds {
 			return before(x.holds)
 		}
-		if s.cfg.ClassOrder && x.j.Spec.Class != y.j.Spec.Class {
-			return cmp.Compare(y.j.Spec.Class, x.j.Spec.Class)
+		if s.cfg.ClassOrder && x.class != y.class {
+			return cmp.Compare(y.class, x.class)
 		}
-		if s.cfg.Order != FIFO && x.j.Spec.Team != y.j.Spec.Team && x.share != y.share {
+		if s.cfg.Order != FIFO && x.team != y.team && x.share != y.share {
 			return cmp.Compare(x.share, y.share)
 		}
-		if x.j.Submitted != y.j.Submitted {
-			return cmp.Compare(x.j.Submitted, y.j.Submitted)
+		if x.submitted != y.submitted {
+			return cmp.Compare(x.submitted, y.submitted)
 		}
-		return strings.Compare(x.j.ID(), y.j.ID())
+		return strings.Compare(x.id, y.id)
 	})
 	pending := s.orderOut[:0]
 	for i := range ks {

@@ -22,9 +22,12 @@ type lists struct {
 	// team position, by position in w.active (teamUsage).
 	share []float64
 	team  []int
-	// pending are the pending active jobs, in the order of w.active;
-	// left those that left pending since the last metrics.check.
+	// pending are the pending active jobs, in the order of w.active,
+	// and milli their GPU demand (job.milli; idleCause reads only the
+	// jobs that fit); left those that left pending since the last
+	// metrics.check.
 	pending []*job
+	milli   []int64
 	left    []*job
 	// ckpt are the running jobs that checkpoint: the scheduler must see
 	// each one's last checkpoint (lostWork), taken from here.
@@ -48,6 +51,7 @@ func (w *world) arrive(j *job) {
 	w.lists.share = append(w.lists.share, j.heldShare)
 	w.lists.team = append(w.lists.team, j.team)
 	w.lists.pending = append(w.lists.pending, j) // the latest arrival: last in order
+	w.lists.milli = append(w.lists.milli, j.milli)
 }
 
 // removeActive drops j, done, from the active jobs.
@@ -80,12 +84,14 @@ func (w *world) backToPending(j *job) {
 		return
 	}
 	w.lists.pending = slices.Insert(p, i, j)
+	w.lists.milli = slices.Insert(w.lists.milli, i, j.milli)
 }
 
 // notPending drops j from the pending list; check resets its owed state.
 func (w *world) notPending(j *job) {
 	if i := slices.Index(w.lists.pending, j); i >= 0 {
 		w.lists.pending = slices.Delete(w.lists.pending, i, i+1)
+		w.lists.milli = slices.Delete(w.lists.milli, i, i+1)
 		w.lists.left = append(w.lists.left, j)
 	}
 }
@@ -142,6 +148,14 @@ func (w *world) checkLists() error {
 	}
 	if !slices.Equal(pending, l.pending) {
 		return fmt.Errorf("%d jobs listed as pending, %d pending", len(l.pending), len(pending))
+	}
+	if len(l.milli) != len(pending) {
+		return fmt.Errorf("%d demands listed for %d pending jobs", len(l.milli), len(pending))
+	}
+	for i, j := range pending {
+		if l.milli[i] != j.milli {
+			return fmt.Errorf("job %s: listed as asking %d milli, asks %d", j.ID(), l.milli[i], j.milli)
+		}
 	}
 	if running != len(l.ckpt) {
 		return fmt.Errorf("%d jobs listed as checkpointing, %d run and checkpoint", len(l.ckpt), running)

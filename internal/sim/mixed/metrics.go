@@ -187,13 +187,9 @@ func idleCause(w *world, free float64) string {
 	if free <= 1e-9 {
 		return IdleNoWork // nothing stands idle: the cause counts nothing
 	}
-	waiting, fits := 0, map[string]int{}
-	for _, j := range w.lists.pending {
-		if j.Phase != sched.Pending {
-			continue
-		}
-		waiting++
-		if float64(j.milli) > free*1000+1e-6 {
+	waiting, fits := len(w.lists.pending), map[string]int{}
+	for i, j := range w.lists.pending {
+		if float64(w.lists.milli[i]) > free*1000+1e-6 {
 			continue
 		}
 		reason, ok := w.recent[j.ID()]
