@@ -1,9 +1,11 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"partita.dev/partita/internal/cluster"
@@ -30,8 +32,9 @@ type kept struct {
 	// time; dirty the nodes whose end time must be taken again.
 	onNode [][]*Job
 	dirty  []int
-	// of is each job's part; pending the pending jobs, in no order (the
-	// cycle's order sorts them by keys that tell every two jobs apart).
+	// of is each job's part; pending the pending jobs, by submission
+	// and ID: the part of the cycle's order that does not change from
+	// cycle to cycle (order).
 	of      map[*Job]*part
 	pending []*Job
 }
@@ -44,7 +47,7 @@ type part struct {
 	nodes   []int  // the entry's nodes (never changed in place)
 	running bool   // counted in onNode
 	phase   Phase  // the job's phase when counted (CheckKept)
-	pend    int    // position in pending, -1 when not pending
+	pending bool   // in kept.pending
 }
 
 // fits says whether the kept sums apply to in: kept from an incremental
@@ -86,15 +89,16 @@ func (k *kept) take(c *cycle) {
 // themselves are the recount's (take) or updated by applyChanges.
 func (k *kept) add(j *Job) *part {
 	e := &j.held
-	p := &part{milli: e.milli, team: e.team, name: j.Spec.Team, nodes: e.nodes, running: j.Phase != Pending, phase: j.Phase, pend: -1}
+	p := &part{milli: e.milli, team: e.team, name: j.Spec.Team, nodes: e.nodes, running: j.Phase != Pending, phase: j.Phase}
 	if p.running {
 		for _, i := range p.nodes {
 			k.onNode[i] = append(k.onNode[i], j)
 		}
 	}
 	if j.Phase == Pending {
-		p.pend = len(k.pending)
-		k.pending = append(k.pending, j)
+		p.pending = true
+		i, _ := slices.BinarySearchFunc(k.pending, j, submittedFirst)
+		k.pending = slices.Insert(k.pending, i, j)
 	}
 	k.of[j] = p
 	return p
@@ -131,13 +135,10 @@ func (k *kept) remove(j *Job) {
 			}
 		}
 	}
-	if p.pend >= 0 {
-		last := len(k.pending) - 1
-		moved := k.pending[last]
-		k.pending[p.pend] = moved
-		k.of[moved].pend = p.pend
-		k.pending[last] = nil
-		k.pending = k.pending[:last]
+	if p.pending {
+		if i := slices.Index(k.pending, j); i >= 0 {
+			k.pending = slices.Delete(k.pending, i, i+1)
+		}
 	}
 	delete(k.of, j)
 }
@@ -181,13 +182,23 @@ func (s *Scheduler) applyChanges(c *cycle) {
 	c.endUnknown = slices.Clone(k.endUnknown)
 }
 
-// jobsToOrder is the jobs order looks at for pending ones: the kept
-// pending jobs when the sums are kept, else every job of the input.
-func (s *Scheduler) jobsToOrder(c *cycle) []*Job {
-	if c.in.Incremental && s.kept.ok {
-		return s.kept.pending
+// submittedFirst orders jobs by submission, then ID: the end of the
+// cycle's order (order).
+func submittedFirst(x, y *Job) int {
+	if x.Submitted != y.Submitted {
+		return cmp.Compare(x.Submitted, y.Submitted)
 	}
-	return c.in.Jobs
+	return strings.Compare(x.ID(), y.ID())
+}
+
+// jobsToOrder is the jobs order looks at for pending ones: the kept
+// pending jobs when the sums are kept, in submittedFirst's order
+// (sorted true), else every job of the input.
+func (s *Scheduler) jobsToOrder(c *cycle) (jobs []*Job, sorted bool) {
+	if c.in.Incremental && s.kept.ok {
+		return s.kept.pending, true
+	}
+	return c.in.Jobs, false
 }
 
 // CheckKept recounts every job of in, the input of the last Cycle, and
@@ -225,7 +236,7 @@ func (s *Scheduler) CheckKept(in Input) error {
 		if p == nil {
 			return fmt.Errorf("job %s: no part in the kept sums", j.ID())
 		}
-		if p.phase != j.Phase || p.running != (j.Phase != Pending) || (p.pend >= 0) != (j.Phase == Pending) {
+		if p.phase != j.Phase || p.running != (j.Phase != Pending) || p.pending != (j.Phase == Pending) {
 			return fmt.Errorf("job %s: phase %v changed and was not listed", j.ID(), j.Phase)
 		}
 		if j.Phase == Pending {
@@ -252,6 +263,8 @@ func (s *Scheduler) CheckKept(in Input) error {
 		return fmt.Errorf("%d jobs in the kept sums, %d in the input", len(k.of), len(in.Jobs))
 	case pending != len(k.pending):
 		return fmt.Errorf("%d pending jobs kept, %d in the input", len(k.pending), pending)
+	case !slices.IsSortedFunc(k.pending, submittedFirst):
+		return fmt.Errorf("the pending jobs kept are not in the order of submission")
 	case !slices.Equal(use, k.use):
 		return fmt.Errorf("teams hold %v, kept %v", use, k.use)
 	case !slices.Equal(ends, k.endsBy) || !slices.Equal(unknown, k.endUnknown):

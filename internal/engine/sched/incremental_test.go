@@ -1,9 +1,14 @@
 package sched
 
 import (
+	"cmp"
+	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"partita.dev/partita/internal/workload"
 )
 
 // An incremental input: the sums follow the changes listed, a job gone is
@@ -37,7 +42,7 @@ func TestIncrementalInputsKeepTheSums(t *testing.T) {
 	if _, ok := c.job("b1"); ok {
 		t.Error("b1, gone, is still found")
 	}
-	if got := sch.jobsToOrder(c); len(got) != 1 || got[0] != b2 {
+	if got, _ := sch.jobsToOrder(c); len(got) != 1 || got[0] != b2 {
 		t.Errorf("pending jobs to order: %v, want b2", got)
 	}
 	if err := sch.CheckKept(in); err != nil {
@@ -63,5 +68,62 @@ func TestIncrementalInputsKeepTheSums(t *testing.T) {
 	in.Incremental = false
 	if c := sch.snapshot(in); c.use[0] != 1000 {
 		t.Errorf("after a full input: team a holds %d, want 1000", c.use[0])
+	}
+}
+
+// groupOrder, which sorts only the groups of a backlog listed by
+// submission, gives the order of the full sort, for random keys.
+func TestGroupOrderIsTheFullOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	teams := []Team{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	for _, cfg := range []Config{
+		{Order: FairShare, GuaranteeFirst: true, ClassOrder: true},
+		{Order: FIFO, ClassOrder: true},
+		{Order: DRF},
+	} {
+		for round := 0; round < 200; round++ {
+			sch := &Scheduler{cfg: cfg}
+			c := &cycle{sch: sch, in: Input{Teams: teams}}
+			shares := []float64{rng.Float64(), rng.Float64(), rng.Float64(), rng.Float64()}
+			if rng.Intn(2) == 0 {
+				shares[1] = shares[0] // two teams of one share: their jobs interleave
+			}
+			var ks []orderKey
+			for i := range 1 + rng.Intn(60) {
+				team := []string{"a", "b", "c", "elsewhere"}[rng.Intn(4)]
+				j := job("j" + itoa(i)).team(team).build()
+				j.Submitted = time.Duration(rng.Intn(8)) * time.Second
+				k := orderKey{j: j, class: workload.Class(rng.Intn(3)), team: team, id: j.ID(), submitted: j.Submitted,
+					within: rng.Intn(2) == 0, share: shares[teamIndex(c.in, team)+1]}
+				k.holds = k.within && rng.Intn(4) == 0
+				ks = append(ks, k)
+			}
+			slices.SortFunc(ks, func(x, y orderKey) int { return submittedFirst(x.j, y.j) })
+			lead := func(x, y orderKey) int {
+				if x.within != y.within {
+					return before(x.within)
+				}
+				if x.holds != y.holds {
+					return before(x.holds)
+				}
+				if cfg.ClassOrder && x.class != y.class {
+					return cmp.Compare(y.class, x.class)
+				}
+				if cfg.Order != FIFO && x.team != y.team && x.share != y.share {
+					return cmp.Compare(x.share, y.share)
+				}
+				return 0
+			}
+			want := slices.Clone(ks)
+			slices.SortStableFunc(want, lead)
+			if !sch.groupOrder(c, ks, lead) {
+				t.Fatal("groupOrder refused known classes")
+			}
+			for i := range ks {
+				if ks[i].id != want[i].id {
+					t.Fatalf("%+v, round %d: position %d is %s, want %s", cfg, round, i, ks[i].id, want[i].id)
+				}
+			}
+		}
 	}
 }
