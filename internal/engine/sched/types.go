@@ -106,13 +106,15 @@ type Input struct {
 	Only []string
 	// Incremental says that Changed and Gone list every difference from
 	// the previous Cycle's input to this Scheduler: Changed the jobs that
-	// are new or whose Phase, Placed, Started, Estimate or Spec changed,
-	// Gone the jobs of the previous input not in this one (each at most
-	// once in either list; a job both gone and changed is only gone).
-	// The scheduler then reads no other job to take its snapshot: a week
-	// of 1,000 GPUs spent about a third of its time reading the jobs that
-	// had not changed (docs/mixed.md, "Simulation speed"). A world that
-	// cannot say leaves it false, and the scheduler reads every job.
+	// are new or whose Phase, Placed, Started, Estimate, Submitted or
+	// Spec changed, Gone the jobs of the previous input not in this one
+	// (each at most once in either list; a job both gone and changed is
+	// only gone). Jobs carries every job as always; the scheduler then
+	// reads no other job to take its snapshot and to order the queue: a
+	// week of 1,000 GPUs spent about a third of its time reading the jobs
+	// that had not changed (docs/mixed.md, "Simulation speed"). Only one
+	// Scheduler may be given a world's Jobs this way. A world that cannot
+	// say leaves it false, and the scheduler reads every job.
 	Incremental bool
 	Changed     []*Job
 	Gone        []*Job
