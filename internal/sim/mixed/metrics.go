@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"partita.dev/partita/internal/cluster"
@@ -187,19 +188,27 @@ func idleCause(w *world, free float64) string {
 	if free <= 1e-9 {
 		return IdleNoWork // nothing stands idle: the cause counts nothing
 	}
-	waiting, fits := len(w.lists.pending), map[string]int{}
+	// The reasons are counted in a short list: there are a handful, and
+	// hashing one for each waiting job that fits, after every cycle, was
+	// a fiftieth of a week-1000 run. Jobs given no reason by a light
+	// cycle since the last full one (most) are not looked up there.
+	waiting := len(w.lists.pending)
+	var fits []reasonCount
 	for i, j := range w.lists.pending {
 		if float64(w.lists.milli[i]) > free*1000+1e-6 {
 			continue
 		}
-		reason, ok := w.recent[j.ID()]
+		reason, ok := "", false
+		if len(w.recent) > 0 {
+			reason, ok = w.recent[j.ID()]
+		}
 		if !ok {
 			reason = w.reasons[j.ID()].Reason
 		}
 		if reason == "" {
 			reason = IdleNoCycle
 		}
-		fits[reason]++
+		fits = countReason(fits, reason)
 	}
 	switch {
 	case waiting == 0:
@@ -208,12 +217,44 @@ func idleCause(w *world, free float64) string {
 		return IdleTooBig
 	}
 	best, most := "", 0
-	for reason, n := range fits {
-		if n > most || n == most && reason < best {
-			best, most = reason, n
+	for _, f := range fits {
+		if f.n > most || f.n == most && f.reason < best {
+			best, most = f.reason, f.n
 		}
 	}
 	return best
+}
+
+// reasonCount is how many waiting jobs give a reason.
+type reasonCount struct {
+	reason string
+	n      int
+}
+
+// countReason adds one for reason. The list is searched in turn while
+// short; only invalid jobs' own messages make it long, and from 64
+// reasons on it is kept sorted and searched by halves.
+func countReason(counts []reasonCount, reason string) []reasonCount {
+	const short = 64
+	if len(counts) < short {
+		for i := range counts {
+			if counts[i].reason == reason {
+				counts[i].n++
+				return counts
+			}
+		}
+		counts = append(counts, reasonCount{reason, 1})
+		if len(counts) == short {
+			slices.SortFunc(counts, func(a, b reasonCount) int { return strings.Compare(a.reason, b.reason) })
+		}
+		return counts
+	}
+	i, found := slices.BinarySearchFunc(counts, reason, func(c reasonCount, r string) int { return strings.Compare(c.reason, r) })
+	if found {
+		counts[i].n++
+		return counts
+	}
+	return slices.Insert(counts, i, reasonCount{reason, 1})
 }
 
 func (m *metrics) arrived(j *job) {}

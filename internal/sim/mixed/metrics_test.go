@@ -1,6 +1,8 @@
 package mixed
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -68,5 +70,28 @@ func TestALateJobIsBehindItsTeamsOwnClaims(t *testing.T) {
 	running.Phase = sched.Running
 	if behindOwnTeam([]*job{running, j}, j, held, guarantee) {
 		t.Error("a running job of the team counted as a claim ahead (what it holds is in held)")
+	}
+}
+
+// countReason counts as a map would, with few reasons and with many.
+func TestCountReasonCountsEachReason(t *testing.T) {
+	for _, distinct := range []int{1, 5, 63, 64, 65, 300} {
+		var counts []reasonCount
+		want := map[string]int{}
+		for i := range 5 * distinct {
+			r := fmt.Sprintf("reason %d", (i*7919)%distinct)
+			counts = countReason(counts, r)
+			want[r]++
+		}
+		got := map[string]int{}
+		for _, c := range counts {
+			if _, twice := got[c.reason]; twice {
+				t.Fatalf("%d reasons: %q counted in two places", distinct, c.reason)
+			}
+			got[c.reason] = c.n
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%d reasons: counted %v, want %v", distinct, got, want)
+		}
 	}
 }
