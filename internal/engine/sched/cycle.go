@@ -192,8 +192,6 @@ type cycle struct {
 	failed    map[int]string
 	noVictims map[int]bool
 	searches  int
-	// preempted is the jobs this cycle's decision preempts.
-	preempted map[*Job]bool
 	// moved: a search for replicas to move ran this cycle (one a cycle);
 	// ownerOf maps each placed task to its job (migrate.go).
 	moved   bool

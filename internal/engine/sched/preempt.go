@@ -148,7 +148,7 @@ func runningSummary(c *cycle) []teamLow {
 // a claim that is not production once it has been owed a while
 // (reclaimsStraddling).
 func (s *Scheduler) eligible(c *cycle, j, v *Job) bool {
-	if v.Phase != Running || v == j { // v == j: IDs are unique in an input, and reading v's was a miss
+	if v.Phase != Running || v.ID() == j.ID() {
 		return false
 	}
 	lower := v.Spec.Class < j.Spec.Class
@@ -536,12 +536,13 @@ func (s *Scheduler) promise(c *cycle, j *Job, nodes map[string]bool) {
 	c.inFlight = nil
 }
 
-// preemptedThisCycle says whether this cycle's decision preempts v. By
-// the Job, not its ID: comparing IDs read every candidate's ID, a miss
-// each in a victim search over the running jobs. (IDs are unique in an
-// input.)
 func preemptedThisCycle(c *cycle, v *Job) bool {
-	return c.preempted[v]
+	for _, p := range c.d.Preemptions {
+		if p.Job == v.ID() {
+			return true
+		}
+	}
+	return false
 }
 
 // preempt records the evictions and the promise to j: until its victims
@@ -557,10 +558,6 @@ func (s *Scheduler) preempt(c *cycle, j *Job, victims []*Job, nodes map[string]b
 			reason = fmt.Sprintf("team %s reclaims its guarantee for %s", j.Spec.Team, j.ID())
 		}
 		c.d.Preemptions = append(c.d.Preemptions, Preemption{Job: v.ID(), For: j.ID(), Reason: reason, Grace: s.cfg.Grace})
-		if c.preempted == nil {
-			c.preempted = map[*Job]bool{}
-		}
-		c.preempted[v] = true
 	}
 	s.promised[j.ID()] = ids
 }
