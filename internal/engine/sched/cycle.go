@@ -356,11 +356,7 @@ func (s *Scheduler) recount(c *cycle) {
 			// reservation asks (readyAt): it asks in most cycles of a
 			// backlog, and a second pass over the jobs cost more.
 			for _, i := range e.nodes {
-				if j.Estimate == 0 {
-					c.endUnknown[i] = true
-				} else {
-					c.endsBy[i] = max(c.endsBy[i], j.Started+j.Estimate)
-				}
+				addEnd(c.endsBy, c.endUnknown, i, j)
 			}
 		}
 		if e.milli > 0 {
@@ -474,9 +470,7 @@ func (c *cycle) teamPos(j *Job) int {
 }
 
 // posOf is the position of a team in the input, -1 when it is not there.
-func (c *cycle) posOf(team string) int {
-	return slices.IndexFunc(c.in.Teams, func(t Team) bool { return t.Name == team })
-}
+func (c *cycle) posOf(team string) int { return teamIndex(c.in, team) }
 
 // teamOf is j's team, nil when it is not in the input.
 func (c *cycle) teamOf(j *Job) *Team {
@@ -1185,31 +1179,14 @@ func (s *Scheduler) order(c *cycle) []*Job {
 			ks = append(ks, k)
 		}
 	}
-	// The keys that change from cycle to cycle. The share is the team's
-	// (shareFunc), compared between teams only.
-	lead := func(x, y orderKey) int {
-		if x.within != y.within {
-			return before(x.within)
-		}
-		if x.holds != y.holds {
-			return before(x.holds)
-		}
-		if s.cfg.ClassOrder && x.class != y.class {
-			return cmp.Compare(y.class, x.class)
-		}
-		if s.cfg.Order != FIFO && x.team != y.team && x.share != y.share {
-			return cmp.Compare(x.share, y.share)
-		}
-		return 0
-	}
 	pending := s.orderOut[:0]
-	if !sorted || !s.groupOrder(c, ks, lead) {
+	if !sorted || !s.groupOrder(c, ks) {
 		// slices, not sort: sort.SliceStable's reflection swapper was
 		// a twentieth of a week-1000 run. Not stable either: the keys
 		// end with the job's ID, unique in an input, so no two jobs
 		// compare equal.
 		slices.SortFunc(ks, func(x, y orderKey) int {
-			if d := lead(x, y); d != 0 {
+			if d := s.orderLead(x, y); d != 0 {
 				return d
 			}
 			if x.submitted != y.submitted {
@@ -1228,6 +1205,25 @@ func (s *Scheduler) order(c *cycle) []*Job {
 	return pending
 }
 
+// orderLead compares the keys of the cycle's order that change from
+// cycle to cycle; the share is the team's (shareFunc), compared between
+// teams only. The order ends by submission and ID.
+func (s *Scheduler) orderLead(x, y orderKey) int {
+	if x.within != y.within {
+		return before(x.within)
+	}
+	if x.holds != y.holds {
+		return before(x.holds)
+	}
+	if s.cfg.ClassOrder && x.class != y.class {
+		return cmp.Compare(y.class, x.class)
+	}
+	if s.cfg.Order != FIFO && x.team != y.team && x.share != y.share {
+		return cmp.Compare(x.share, y.share)
+	}
+	return 0
+}
+
 // orderGroup is the pending jobs of one standing, class and team in a
 // cycle's order (groupOrder).
 type orderGroup struct {
@@ -1236,13 +1232,14 @@ type orderGroup struct {
 	rank int
 }
 
-// groupOrder sorts ks, listed by submission and ID, by lead, keeping
-// that order among the jobs lead does not tell apart: the full order,
+// groupOrder sorts ks, listed by submission and ID, by orderLead,
+// keeping that order among the jobs it does not tell apart: the full order,
 // as that is how it ends. The jobs fall in few groups (standing, class,
 // team), and only the groups are sorted: the sort of a week-1000 run's
 // backlog of a thousand and more jobs, each cycle, was a tenth of the
 // run. It reports false, doing nothing, for a class it does not know.
-func (s *Scheduler) groupOrder(c *cycle, ks []orderKey, lead func(x, y orderKey) int) bool {
+func (s *Scheduler) groupOrder(c *cycle, ks []orderKey) bool {
+	lead := s.orderLead
 	const classes = int(workload.Production) + 1
 	teams := len(c.in.Teams) + 1 // and those not in the input
 	groups := slices.Grow(s.orderGroups[:0], 4*classes*teams)[:4*classes*teams]

@@ -148,11 +148,17 @@ func (k *kept) remove(j *Job) {
 func (k *kept) endsOf(i int) {
 	k.endsBy[i], k.endUnknown[i] = 0, false
 	for _, j := range k.onNode[i] {
-		if j.Estimate == 0 {
-			k.endUnknown[i] = true
-		} else {
-			k.endsBy[i] = max(k.endsBy[i], j.Started+j.Estimate)
-		}
+		addEnd(k.endsBy, k.endUnknown, i, j)
+	}
+}
+
+// addEnd adds the expected end of j, not pending, to node i's end time:
+// unknown when j declared no run time.
+func addEnd(endsBy []time.Duration, unknown []bool, i int, j *Job) {
+	if j.Estimate == 0 {
+		unknown[i] = true
+	} else {
+		endsBy[i] = max(endsBy[i], j.Started+j.Estimate)
 	}
 }
 
@@ -221,14 +227,7 @@ func (s *Scheduler) CheckKept(in Input) error {
 		if !e.holds(j.Placed) {
 			return fmt.Errorf("job %s: its placement changed and was not listed", j.ID())
 		}
-		var milli int64
-		for _, a := range j.Placed {
-			if a != nil {
-				if i, ok := in.Cluster.Lookup(a.Node); ok {
-					milli += int64(a.GPUMilli(in.Cluster.Node(i)))
-				}
-			}
-		}
+		milli := j.Held(in.Cluster)
 		if milli != e.milli {
 			return fmt.Errorf("job %s: holds %d milli, its entry %d", j.ID(), milli, e.milli)
 		}
@@ -243,11 +242,7 @@ func (s *Scheduler) CheckKept(in Input) error {
 			pending++
 		} else {
 			for _, i := range e.nodes {
-				if j.Estimate == 0 {
-					unknown[i] = true
-				} else {
-					ends[i] = max(ends[i], j.Started+j.Estimate)
-				}
+				addEnd(ends, unknown, i, j)
 			}
 		}
 		if milli > 0 {

@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"cmp"
 	"math/rand"
 	"slices"
 	"strings"
@@ -99,24 +98,9 @@ func TestGroupOrderIsTheFullOrder(t *testing.T) {
 				ks = append(ks, k)
 			}
 			slices.SortFunc(ks, func(x, y orderKey) int { return submittedFirst(x.j, y.j) })
-			lead := func(x, y orderKey) int {
-				if x.within != y.within {
-					return before(x.within)
-				}
-				if x.holds != y.holds {
-					return before(x.holds)
-				}
-				if cfg.ClassOrder && x.class != y.class {
-					return cmp.Compare(y.class, x.class)
-				}
-				if cfg.Order != FIFO && x.team != y.team && x.share != y.share {
-					return cmp.Compare(x.share, y.share)
-				}
-				return 0
-			}
 			want := slices.Clone(ks)
-			slices.SortStableFunc(want, lead)
-			if !sch.groupOrder(c, ks, lead) {
+			slices.SortStableFunc(want, sch.orderLead)
+			if !sch.groupOrder(c, ks) {
 				t.Fatal("groupOrder refused known classes")
 			}
 			for i := range ks {
