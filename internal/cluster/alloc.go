@@ -9,9 +9,12 @@ import (
 // Allocate gives a task what the assignment names. Everything is checked
 // before anything changes: on error the State is as it was.
 func (s *State) Allocate(a Assignment) error {
-	i, err := s.canAllocate(a)
+	i, err := s.find(a.Node)
 	if err != nil {
-		return err
+		return fmt.Errorf("allocate %s: %w", a.Task, err)
+	}
+	if err := check(s.nodes[i], a); err != nil {
+		return fmt.Errorf("allocate %s on %s: %w", a.Task, a.Node, err)
 	}
 	n := s.mutable(i)
 	n.cpuUsed += a.CPUMilli
@@ -33,24 +36,6 @@ func (s *State) Allocate(a Assignment) error {
 	n.tasks = append(n.tasks, a.copy())
 	n.touch()
 	return nil
-}
-
-// CanAllocate says why Allocate(a) would fail, or nil; it changes nothing.
-func (s *State) CanAllocate(a Assignment) error {
-	_, err := s.canAllocate(a)
-	return err
-}
-
-// canAllocate returns the index of a's node, or why a does not fit.
-func (s *State) canAllocate(a Assignment) (int, error) {
-	i, err := s.find(a.Node)
-	if err != nil {
-		return -1, fmt.Errorf("allocate %s: %w", a.Task, err)
-	}
-	if err := check(s.nodes[i], a); err != nil {
-		return -1, fmt.Errorf("allocate %s on %s: %w", a.Task, a.Node, err)
-	}
-	return i, nil
 }
 
 // copy returns a deep copy: the State must not share the caller's grants

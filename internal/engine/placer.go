@@ -297,26 +297,6 @@ func (p *Placer) slot(r *Request, nodes int) []verdict {
 	return p.cache[c]
 }
 
-// PlaceTogether is PlaceAll for a caller that only wants the assignments. One
-// request, the usual case, is placed without cloning st or allocating
-// on the clone: a victim search asks this of a trial state per victim,
-// and the clones were a third of a busy week's allocated bytes.
-func (p *Placer) PlaceTogether(st *cluster.State, reqs []*Request, allowed func(*cluster.Node) bool) ([]cluster.Assignment, error) {
-	if len(reqs) != 1 {
-		as, _, err := p.PlaceAll(st, reqs, allowed)
-		return as, err
-	}
-	a, err := p.PlaceIn(st, reqs[0], allowed)
-	if err != nil {
-		return nil, err
-	}
-	// The same check PlaceAll's Allocate makes, so that both agree.
-	if err := st.CanAllocate(a); err != nil {
-		return nil, fmt.Errorf("task %s: %w", reqs[0].Task.Name, err)
-	}
-	return []cluster.Assignment{a}, nil
-}
-
 // PlaceAll places every request, each after the ones before it, on a
 // clone of st: all of them or none. It returns the assignments and the
 // clone with them applied, which the caller may adopt.

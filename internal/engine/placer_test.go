@@ -232,45 +232,6 @@ func TestBriefFailuresSayOnlyThatNothingFits(t *testing.T) {
 	}
 }
 
-func TestPlaceTogetherAgreesWithPlaceAll(t *testing.T) {
-	st, p := fitsWorld(t)
-	req := func(b *taskBuilder) *Request {
-		r, err := p.Request(b.build())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	// "dup" already runs on the only node it fits: the placer finds that
-	// node and the allocation refuses it, in both.
-	dup := req(task("dup").gpus(2))
-	if err := st.Allocate(cluster.Assignment{Task: "dup", Node: "big", CPUMilli: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	cases := [][]*Request{
-		{req(task("a").share(500))},
-		{req(task("b").gpus(2))},
-		{req(task("c").gpus(3))},
-		{dup},
-		{req(task("d").share(500)), req(task("e").gpus(2))},
-		{req(task("f").gpus(2)), req(task("g").gpus(2))},
-	}
-	before := st.Version()
-	for _, reqs := range cases {
-		want, _, wantErr := p.PlaceAll(st, reqs, nil)
-		got, err := p.PlaceTogether(st, reqs, nil)
-		if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
-			t.Errorf("PlaceTogether(%s) = %v, %v; PlaceAll gave %v, %v", reqs[0], got, err, want, wantErr)
-		}
-		if err != nil && wantErr != nil && err.Error() != wantErr.Error() {
-			t.Errorf("PlaceTogether(%s) error %q; PlaceAll's %q", reqs[0], err, wantErr)
-		}
-	}
-	if st.Version() != before {
-		t.Error("PlaceTogether changed the state it was given")
-	}
-}
-
 // fitsWorld is a cluster whose nodes each refuse some tasks for another
 // reason (CPU, no GPU, a filter), and a placer for it.
 func fitsWorld(t *testing.T) (*cluster.State, *Placer) {

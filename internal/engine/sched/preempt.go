@@ -327,7 +327,7 @@ func (s *Scheduler) victims(c *cycle, j *Job, reqs []*engine.Request) ([]*Job, m
 			}
 		}
 		for _, a := range allowed {
-			if as, err := s.placer.PlaceTogether(st, reqs, a); err == nil {
+			if as, _, err := s.placer.PlaceAll(st, reqs, a); err == nil {
 				target = as
 				return true
 			}
@@ -653,7 +653,7 @@ func (s *Scheduler) victimsPerTask(c *cycle, j *Job, reqs []*engine.Request, can
 		one := []*engine.Request{r}
 		var vs []*Job
 		node := ""
-		if as, err := s.placer.PlaceTogether(trial, one, where); err == nil {
+		if as, _, err := s.placer.PlaceAll(trial, one, where); err == nil {
 			node = as[0].Node // room the victims before left, or free
 		} else if vs, node = s.cheapestNode(c, trial, one, int64(r.Count)*1000, left, where, 0); vs == nil {
 			return nil, nil
@@ -686,7 +686,7 @@ func (s *Scheduler) victimsPerTask(c *cycle, j *Job, reqs []*engine.Request, can
 		}
 		s.wholeIdle(c, back, "")
 		for _, a := range allowed {
-			if as, err := s.placer.PlaceTogether(back, reqs, a); err == nil {
+			if as, _, err := s.placer.PlaceAll(back, reqs, a); err == nil {
 				return as
 			}
 		}
@@ -833,7 +833,7 @@ func (s *Scheduler) fitsOn(st *cluster.State, node string, reqs []*engine.Reques
 		n := st.NodeByName(node)
 		return n != nil && s.placer.Fits(n, reqs[0])
 	}
-	_, err := s.placer.PlaceTogether(st, reqs, only)
+	_, _, err := s.placer.PlaceAll(st, reqs, only)
 	return err == nil
 }
 
