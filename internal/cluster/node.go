@@ -116,9 +116,15 @@ func (g *GPU) Slices() []Slice { return g.slices }
 
 // Layout returns the current MIG layout.
 func (g *GPU) Layout() gpu.Layout {
-	l := make(gpu.Layout, len(g.slices))
-	for i, s := range g.slices {
-		l[i] = s.Placement
+	return g.AppendLayout(make(gpu.Layout, 0, len(g.slices)))
+}
+
+// AppendLayout appends g's instances to l and returns it: Layout into a
+// buffer the caller reuses (a busy week listed layouts by the million,
+// each thrown away at once).
+func (g *GPU) AppendLayout(l gpu.Layout) gpu.Layout {
+	for _, s := range g.slices {
+		l = append(l, s.Placement)
 	}
 	return l
 }

@@ -39,20 +39,22 @@ func migChoice(n *cluster.Node, r *engine.Request) (engine.Hint, int64, bool) {
 		}
 	}
 	best, hint, found := int64(0), engine.Hint{}, false
+	var layout, grown gpu.Layout // reused: flexibility keeps neither
 	for i := range n.GPUs {
 		g := &n.GPUs[i]
 		p := r.ProfileOn(g)
 		if p == nil {
 			continue
 		}
-		layout := g.Layout()
+		layout = g.AppendLayout(layout[:0])
 		for _, pl := range engine.SlicesFor(g, p) {
 			sc := migBand
 			next := layout
 			if containsPlacement(layout, pl) {
 				sc += migExisting
 			} else {
-				next = append(append(gpu.Layout(nil), layout...), pl)
+				grown = append(append(grown[:0], layout...), pl)
+				next = grown
 			}
 			if !g.Idle() {
 				sc += migBusyGPU

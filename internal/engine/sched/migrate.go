@@ -287,11 +287,10 @@ func (s *Scheduler) dropFree(c *cycle, st *cluster.State, node string, cool time
 			if !g.MIG || g.Cordoned() || !s.cooledFor(c, n.Name, k, cool) {
 				continue
 			}
-			used := usedLayout(g)
-			if len(used) == len(g.Slices()) {
+			if !hasFreeInstance(g) {
 				continue
 			}
-			if st.SetLayout(n.Name, k, used) == nil {
+			if st.SetLayout(n.Name, k, usedLayout(g)) == nil {
 				if out == nil {
 					out = map[gpuRef]bool{}
 				}
@@ -311,6 +310,16 @@ func usedLayout(g *cluster.GPU) gpu.Layout {
 		}
 	}
 	return l
+}
+
+// hasFreeInstance says whether an instance of g holds no task.
+func hasFreeInstance(g *cluster.GPU) bool {
+	for _, sl := range g.Slices() {
+		if sl.Task == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // fitsLayout says whether every instance of l exists on g already.

@@ -120,6 +120,7 @@ func (s *Scheduler) createOne(c *cycle, k warmKey) bool {
 	best, bestFree := (*cluster.GPU)(nil), 9
 	var bestNode string
 	var bestPlace gpu.Placement
+	var layout gpu.Layout
 	for i := 0; i < c.st.Len(); i++ {
 		n := c.st.Node(i)
 		for j := range n.GPUs {
@@ -134,7 +135,8 @@ func (s *Scheduler) createOne(c *cycle, k warmKey) bool {
 			if free == 0 || free >= bestFree {
 				continue
 			}
-			places, err := g.Model.FreePlacements(g.Layout(), k.profile)
+			layout = g.AppendLayout(layout[:0])
+			places, err := g.Model.FreePlacements(layout, k.profile)
 			if err != nil || len(places) == 0 {
 				continue
 			}
@@ -144,7 +146,7 @@ func (s *Scheduler) createOne(c *cycle, k warmKey) bool {
 	if best == nil {
 		return false
 	}
-	layout := append(best.Layout(), bestPlace)
+	layout = append(best.Layout(), bestPlace)
 	return s.apply(c, nil, Reconfig{Node: bestNode, GPU: best.Index, MIG: true, Layout: layout, Add: true, For: "warm pool"}, false)
 }
 
