@@ -279,7 +279,12 @@ func (s *Scheduler) Cycle(in Input) Decision {
 	}
 	pending := s.order(c)
 	if len(c.d.Waiting) == 0 {
-		c.d.Waiting = make(map[string]Wait, len(pending)) // grown by thousands otherwise
+		if in.Waiting != nil {
+			clear(in.Waiting)
+			c.d.Waiting = in.Waiting
+		} else {
+			c.d.Waiting = make(map[string]Wait, len(pending)) // grown by thousands otherwise
+		}
 	}
 	// Queue positions per team, counted by the team's position in the
 	// input (not a map update per pending job); teams not in the input in

@@ -26,6 +26,31 @@ func TestLightCycleConsidersOnlyTheJobsNamed(t *testing.T) {
 	}
 }
 
+func TestAFullCycleGivesItsWaitingInTheMapGiven(t *testing.T) {
+	// One GPU, three jobs of one: two wait. The map given holds a stale
+	// entry, which must go; a light cycle leaves the map alone.
+	st := fleet(t).nodes(1).gpus(1, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("a"), job("b").submitted(time.Minute), job("c").submitted(2*time.Minute))
+	want := newWorld(t, st, newScheduler(t, "partita", st)).submit(job("a"), job("b").submitted(time.Minute), job("c").submitted(2*time.Minute)).decide()
+	given := map[string]Wait{"gone": {Position: 9, Reason: WaitQuota}}
+	light := w.input()
+	light.Only, light.Waiting = []string{"c"}, given
+	w.sch.Cycle(light)
+	if len(given) != 1 {
+		t.Fatalf("a light cycle changed the map given: %+v", given)
+	}
+	in := w.input()
+	in.Waiting = given
+	d := w.sch.Cycle(in)
+	if !reflect.DeepEqual(d.Waiting, want.Waiting) || len(d.Waiting) != 2 {
+		t.Errorf("waiting %+v; without a map given %+v", d.Waiting, want.Waiting)
+	}
+	d.Waiting["probe"] = Wait{}
+	if _, ok := given["probe"]; !ok {
+		t.Error("the decision's Waiting is not the map given")
+	}
+}
+
 func TestLightCycleKeepsTheOrderGivenAndSetsNoPositions(t *testing.T) {
 	// One free GPU; b is named first, so b gets it, though a is older.
 	st := fleet(t).nodes(1).gpus(1, "H100-80GB").build()

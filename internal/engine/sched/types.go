@@ -118,6 +118,12 @@ type Input struct {
 	Incremental bool
 	Changed     []*Job
 	Gone        []*Job
+	// Waiting, when not nil, is the Waiting map of an earlier Decision
+	// that the world reads no more: a full cycle clears it and gives its
+	// own Waiting in it. Each full cycle of a busy week filled a new map
+	// of thousands of entries, a sixth of all the bytes the week
+	// allocated.
+	Waiting map[string]Wait
 }
 
 // Decision is what the world must do. Starts are given in order; the world

@@ -18,6 +18,9 @@ func (w *world) cycle() error { return w.cycleOf(nil) }
 // cycleOf runs a cycle, limited to the jobs only when not nil.
 func (w *world) cycleOf(only []string) error {
 	in := sched.Input{Now: w.now(), Cluster: w.st, Teams: w.teams, Only: only, Incremental: !w.opt.fullInputs}
+	if only == nil {
+		in.Waiting, w.spare = w.spare, nil
+	}
 	for _, j := range w.changed {
 		j.listed = false
 		if !j.done { // gone since: listed in Gone only
@@ -72,7 +75,7 @@ func (w *world) cycleOf(only []string) error {
 	// The reasons after the starts: a job started now was served after
 	// the wait the last cycle gave it a reason for (metrics.served).
 	if only == nil {
-		w.reasons = d.Waiting
+		w.spare, w.reasons = w.reasons, d.Waiting
 		clear(w.recent)
 	} else {
 		for id, wt := range d.Waiting {

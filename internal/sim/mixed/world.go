@@ -168,6 +168,9 @@ type world struct {
 	// since: what idle_gpu_hours charges idle GPUs to (idleCause).
 	reasons map[string]sched.Wait
 	recent  map[string]string
+	// spare is the map of the full cycle before the last one, which
+	// nothing reads: the next full cycle fills it again (Input.Waiting).
+	spare map[string]sched.Wait
 }
 
 type timer struct {
