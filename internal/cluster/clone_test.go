@@ -83,6 +83,48 @@ func TestMutatingTheOriginalLeavesAClone(t *testing.T) {
 	}
 }
 
+func TestMutatingAScratchLeavesTheOriginal(t *testing.T) {
+	for _, m := range mutations() {
+		t.Run(m.name, func(t *testing.T) {
+			s := busyWorld(t)
+			original := takeSnapshot(s)
+			c := s.Scratch()
+			if err := m.do(c); err != nil {
+				t.Fatal(err)
+			}
+			original.same(t, s, "changing the scratch copy")
+			if describe(c) == original.text {
+				t.Fatal("the mutation did not change the scratch copy")
+			}
+			mustCheck(t, c)
+			checkGens(t, original, c, m.node)
+		})
+	}
+}
+
+func TestTheOriginalOfAScratchKeepsItsNodes(t *testing.T) {
+	// Where a Clone takes the original's nodes from it (its next change
+	// copies the node: TestMutatingTheOriginalLeavesAClone), a Scratch
+	// does not: the original changes its node in place, which the
+	// scratch, used only while the original does not change, then sees.
+	for _, m := range mutations() {
+		t.Run(m.name, func(t *testing.T) {
+			s := busyWorld(t)
+			before := s.NodeByName(m.node)
+			c := s.Scratch()
+			if err := m.do(s); err != nil {
+				t.Fatal(err)
+			}
+			if s.NodeByName(m.node) != before {
+				t.Fatalf("node %s was copied: the scratch took it from its original", m.node)
+			}
+			if c.NodeByName(m.node) != before {
+				t.Fatalf("the scratch copy's node %s is not the original's", m.node)
+			}
+		})
+	}
+}
+
 // checkGens fails unless, compared with the snapshot, the changed node has
 // a new, higher Gen and a fresh copy, and every other node kept both.
 func checkGens(t *testing.T, before snapshot, after *State, changed string) {

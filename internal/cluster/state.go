@@ -145,6 +145,23 @@ func (s *State) Clone() *State {
 	return c
 }
 
+// Scratch is Clone for a copy used only while s does not change, such as a
+// scheduling cycle's plan over its world's state: s keeps its nodes, so
+// its own next writes copy none, and the copy still copies a node before
+// its first write to it. A change to s while the copy is in use shows
+// through it. (Each cycle's Clone took the world's nodes from it, and the
+// world's next start or release on each node copied it: over a busy
+// week, more than a tenth of all bytes allocated.)
+func (s *State) Scratch() *State {
+	return &State{
+		nodes:   append([]*Node(nil), s.nodes...),
+		owned:   make([]bool, len(s.nodes)),
+		index:   s.index,
+		set:     s.set,
+		version: s.version,
+	}
+}
+
 // Len returns the number of nodes.
 func (s *State) Len() int { return len(s.nodes) }
 

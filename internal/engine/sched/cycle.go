@@ -314,7 +314,7 @@ func (s *Scheduler) Cycle(in Input) Decision {
 
 func (s *Scheduler) snapshot(in Input) *cycle {
 	c := &cycle{
-		sch: s, in: in, free: -1, st: in.Cluster.Clone(), useOther: map[string]int64{},
+		sch: s, in: in, free: -1, st: in.Cluster.Scratch(), useOther: map[string]int64{},
 		d: Decision{Waiting: map[string]Wait{}}, failed: map[int]string{},
 		noVictims: map[int]bool{},
 	}

@@ -94,8 +94,11 @@ func (j *Job) Complete() bool {
 
 // Input is one cycle's view of the world.
 type Input struct {
-	Now     time.Duration
-	Cluster *cluster.State // read only; the scheduler plans on a clone
+	Now time.Duration
+	// Cluster is read only, and must not change while Cycle runs: the
+	// scheduler plans on a copy sharing its nodes (cluster.State.Scratch)
+	// and keeps nothing of it after.
+	Cluster *cluster.State
 	Teams   []Team
 	Jobs    []*Job // every job not finished, in any phase
 	// Only, when not nil, limits the cycle to these pending jobs, in this
