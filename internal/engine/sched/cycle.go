@@ -211,9 +211,9 @@ type cycle struct {
 	endUnknown []bool
 	// lowest is the lowest class each team runs (mayPreempt), computed
 	// when first needed; mayMemo is mayPreempt's answers until the plan
-	// changes.
+	// changes, by mayIndex: 0 not known, 1 no, 2 yes.
 	lowest  []teamLow
-	mayMemo map[mayKey]bool
+	mayMemo []int8
 	// quotaReady caches quotaReadyAt by gang ID.
 	quotaReady map[string]time.Duration
 	// free and migGPUs are freeMilli of the plan, computed when first
@@ -228,7 +228,7 @@ type cycle struct {
 func (c *cycle) planChanged() {
 	c.free = -1
 	c.leavesOK = false
-	c.mayMemo = nil
+	clear(c.mayMemo)
 	c.idleMIGOK = false
 }
 

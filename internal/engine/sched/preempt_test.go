@@ -1064,3 +1064,44 @@ func TestAWholeGPUClaimEvictsOnlyTheNotebooksOfTheGPUItTurns(t *testing.T) {
 		})
 	}
 }
+
+func TestMayPreemptRemembersByTeamClassAndStanding(t *testing.T) {
+	// Every team, class and standing asked in one cycle, twice, must get
+	// the answer a cycle asked only that gives.
+	st := fleet(t).nodes(2).gpus(8, "H100-80GB").build()
+	w := newWorld(t, st, newScheduler(t, "partita", st),
+		team("a").guarantee(4), team("b").guarantee(4).burst(12), team("c").guarantee(8)).at(hour)
+	w.running(job("a-scavenge").team("a").bestEffort().gpus(2), 0, 0, "n1:0,1")
+	w.running(job("b-borrow").team("b").gpus(8), 0, 0, "n2:0,1,2,3,4,5,6,7")
+	w.running(job("c-serve").team("c").production().gpus(2), 0, 0, "n1:2,3")
+	var probes []*Job
+	for _, tm := range []string{"a", "b", "c", "x"} {
+		for _, b := range []*jobBuilder{job("").bestEffort(), job(""), job("").production()} {
+			for _, size := range []int{1, 12} {
+				j := b.team(tm).gpus(size).submitted(hour).build()
+				j.Spec.ID = fmt.Sprintf("%s-%s-%d", tm, j.Spec.Class, size)
+				probes = append(probes, j)
+			}
+		}
+	}
+	in := w.input()
+	in.Jobs = append(in.Jobs, probes...)
+	fresh := map[string]bool{}
+	for _, p := range probes {
+		fresh[p.ID()] = w.sch.mayPreempt(w.sch.snapshot(in), p)
+	}
+	c := w.sch.snapshot(in)
+	seen := map[bool]int{}
+	for round := 0; round < 2; round++ {
+		for k := range probes {
+			p := probes[(k*7+round)%len(probes)]
+			if got := w.sch.mayPreempt(c, p); got != fresh[p.ID()] {
+				t.Errorf("round %d: mayPreempt(%s) = %v, asked alone %v", round, p.ID(), got, fresh[p.ID()])
+			}
+			seen[fresh[p.ID()]]++
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Fatalf("answers %v: the test needs both", seen)
+	}
+}
