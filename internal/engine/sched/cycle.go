@@ -196,6 +196,10 @@ type cycle struct {
 	// ownerOf maps each placed task to its job (migrate.go).
 	moved   bool
 	ownerOf map[moveRef]taskOf
+	// gpuBase[i] is the number of GPUs on the plan's nodes before node i
+	// (one past the last at the end), gpuCount a count per GPU in that
+	// numbering: wholeRoomAfter's, made on first use (gpuCounts).
+	gpuBase, gpuCount []int
 	// pinned is the nodes with MIG work that cannot move
 	// (pinnedSliceNodes), once pinnedOK.
 	pinned   map[string]bool
@@ -755,7 +759,7 @@ type reqEntry struct {
 // pendingTasks lists the indexes of j's tasks not started yet, in the
 // order requests returns their requests.
 func pendingTasks(j *Job) []int {
-	var idx []int
+	idx := make([]int, 0, len(j.Spec.Tasks))
 	for i := range j.Spec.Tasks {
 		if i >= len(j.Placed) || j.Placed[i] == nil {
 			idx = append(idx, i)
