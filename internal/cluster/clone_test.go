@@ -43,24 +43,30 @@ func mutations() []mutation {
 }
 
 func TestMutatingACloneLeavesTheOriginal(t *testing.T) {
-	for _, m := range mutations() {
-		t.Run(m.name, func(t *testing.T) {
-			s := busyWorld(t)
-			original := takeSnapshot(s)
-			c := s.Clone()
-			if got := describe(c); got != original.text {
-				t.Fatalf("a fresh clone differs from its original:\n%s\nvs\n%s", got, original.text)
-			}
-			if err := m.do(c); err != nil {
-				t.Fatal(err)
-			}
-			original.same(t, s, "changing the clone")
-			if describe(c) == original.text {
-				t.Fatal("the mutation did not change the clone")
-			}
-			mustCheck(t, c)
-			checkGens(t, original, c, m.node)
-		})
+	copies := []struct {
+		name string
+		copy func(*State) *State
+	}{{"Clone", (*State).Clone}, {"Scratch", (*State).Scratch}}
+	for _, cp := range copies {
+		for _, m := range mutations() {
+			t.Run(cp.name+"/"+m.name, func(t *testing.T) {
+				s := busyWorld(t)
+				original := takeSnapshot(s)
+				c := cp.copy(s)
+				if got := describe(c); got != original.text {
+					t.Fatalf("a fresh copy differs from its original:\n%s\nvs\n%s", got, original.text)
+				}
+				if err := m.do(c); err != nil {
+					t.Fatal(err)
+				}
+				original.same(t, s, "changing the copy")
+				if describe(c) == original.text {
+					t.Fatal("the mutation did not change the copy")
+				}
+				mustCheck(t, c)
+				checkGens(t, original, c, m.node)
+			})
+		}
 	}
 }
 
@@ -79,25 +85,6 @@ func TestMutatingTheOriginalLeavesAClone(t *testing.T) {
 			}
 			mustCheck(t, s)
 			checkGens(t, clone, s, m.node)
-		})
-	}
-}
-
-func TestMutatingAScratchLeavesTheOriginal(t *testing.T) {
-	for _, m := range mutations() {
-		t.Run(m.name, func(t *testing.T) {
-			s := busyWorld(t)
-			original := takeSnapshot(s)
-			c := s.Scratch()
-			if err := m.do(c); err != nil {
-				t.Fatal(err)
-			}
-			original.same(t, s, "changing the scratch copy")
-			if describe(c) == original.text {
-				t.Fatal("the mutation did not change the scratch copy")
-			}
-			mustCheck(t, c)
-			checkGens(t, original, c, m.node)
 		})
 	}
 }

@@ -131,17 +131,9 @@ func (g *GPU) recount() {
 // Clone returns a State that can be changed without touching s. It costs
 // one slice copy; nodes are copied only when first changed.
 func (s *State) Clone() *State {
-	c := &State{
-		nodes:   append([]*Node(nil), s.nodes...),
-		owned:   make([]bool, len(s.nodes)),
-		index:   s.index,
-		set:     s.set,
-		version: s.version,
-	}
+	c := s.Scratch()
 	// s no longer owns its nodes either: both sides copy before writing.
-	for i := range s.owned {
-		s.owned[i] = false
-	}
+	clear(s.owned)
 	return c
 }
 

@@ -314,7 +314,6 @@ func (s *Scheduler) extendChange(c *cycle, j *Job, r *engine.Request) bool {
 // buffer for the busy instances, reused from one GPU to the next.
 func regionFor(n *cluster.Node, g *cluster.GPU, p *gpu.Profile, migGPUs int, buf *gpu.Layout) (migOption, bool) {
 	busy := (*buf)[:0]
-	defer func() { *buf = busy }()
 	dropped := 0
 	if g.MIG {
 		for _, sl := range g.Slices() {
@@ -327,6 +326,7 @@ func regionFor(n *cluster.Node, g *cluster.GPU, p *gpu.Profile, migGPUs int, buf
 	} else if !g.Idle() {
 		return migOption{}, false
 	}
+	*buf = busy
 	places, err := g.Model.FreePlacements(busy, p.Name)
 	if err != nil || len(places) == 0 {
 		return migOption{}, false
