@@ -1,0 +1,1 @@
+//! (being ported from the Go build)
