@@ -1,1 +1,0 @@
-//! (being ported from the Go build)
