@@ -46,20 +46,16 @@ fn tasks(groups: &[(usize, ShapeBuilder)]) -> Vec<Shape> {
         .collect()
 }
 
-/// The model-name mapping of the GPU catalog for the names these tests
-/// use (the Go tests call gpu.Lookup(name).Name, which maps the trace's
-/// V100M16 and V100M32 in any case and keeps other names).
+/// The model-name mapping every caller passes: the GPU catalog's
+/// canonical name.
 pub(super) fn canonical(name: &str) -> String {
-    match name.to_ascii_lowercase().as_str() {
-        "v100m16" | "v100-16gb" => "V100-16GB".to_string(),
-        "v100m32" | "v100-32gb" => "V100-32GB".to_string(),
-        "g2" => "G2".to_string(),
-        "g3" => "G3".to_string(),
-        _ => name.to_string(),
-    }
+    crate::gpu::lookup(name).name.clone()
 }
 
-pub(super) const CANONICAL: Option<&dyn Fn(&str) -> String> = Some(&canonical);
+/// What `typicals` takes to canonicalise model names.
+pub(super) type Canonical<'a> = Option<&'a dyn Fn(&str) -> String>;
+
+pub(super) const CANONICAL: Canonical = Some(&canonical);
 
 pub(super) const EPS: f64 = 1e-9;
 
@@ -325,7 +321,7 @@ fn node_counts_free_gpus_as_fragment_for_cpu_only_tasks_whatever_the_cpu() {
 #[test]
 fn node_canonicalises_the_spec() {
     let ts = tasks(&[(1, shape().share(500).spec("V100M16|V100M32"))]);
-    let cases: &[(&str, Option<&dyn Fn(&str) -> String>, &str, f64)] = &[
+    let cases: &[(&str, Canonical, &str, f64)] = &[
         (
             "lets a trace spec use the canonical model",
             CANONICAL,
