@@ -95,7 +95,7 @@ impl<F: Formatter> Formatter for GoFormatter<F> {
         // escaping; these are the ones Go escapes besides.
         let mut rest = fragment;
         while let Some(i) = rest.find(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-            w.write_all(rest[..i].as_bytes())?;
+            w.write_all(&rest.as_bytes()[..i])?;
             let ch = rest[i..]
                 .chars()
                 .next()

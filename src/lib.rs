@@ -1,0 +1,7 @@
+//! The Partita application: the command line and the outputs it writes
+//! (and, to come, the server, the store, the worker and the cluster
+//! backends). `main.rs` is a thin wrapper; a library lets integration
+//! tests under `tests/` call the same code.
+
+pub mod cli;
+pub mod output;
