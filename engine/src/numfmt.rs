@@ -2,16 +2,17 @@
 //!
 //! The two builds' outputs (JSON, CSV, SVG, Markdown) are compared as bytes,
 //! and Rust's formatting differs from Go's in places: `{}` prints `inf`
-//! where Go prints `+Inf`, there is no `%g`, and serde_json writes `30.0`
-//! and `1e-7` where Go's encoding/json writes `30` and `1e-7` but also
-//! `1e+21`. Each function here names the Go call it stands for.
+//! where Go prints `+Inf`, Rust has no `%g`, and serde_json writes `30.0`
+//! and `1e21` where Go's encoding/json writes `30` and `1e+21`. Each
+//! function here names the Go call it stands for.
 //!
 //! The digits themselves come from Rust's formatter: its shortest mode
 //! (`{:e}`) gives the shortest digits that read back to the same double,
-//! as Go's does, and its precision mode (`{:.Ne}`) rounds the exact binary
-//! value half to even, as Go's does. Only the layout around the digits
-//! (where the point goes, when to switch to an exponent, how the exponent
-//! is written) is Go's code, ported from `strconv/ftoa.go`.
+//! as Go's does (but for one kind of tie, see `Decimal::shortest`), and
+//! its precision mode (`{:.Ne}`) rounds the exact binary value half to
+//! even, as Go's does. The layout around the digits (where the point goes,
+//! when to switch to an exponent, how the exponent is written) is Go's
+//! code, ported from `strconv/ftoa.go` (Go 1.26).
 
 use thiserror::Error;
 
