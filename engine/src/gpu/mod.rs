@@ -20,6 +20,7 @@ pub(crate) mod tests;
 
 pub use error::GpuError;
 pub use geometry::starts_of;
+pub(crate) use geometry::{Usage, join_starts};
 pub use layout::{Layout, Placement};
 pub use model::{DEFAULT_HEADROOM, Model, ModelRef, Profile, catalog, lookup};
 
