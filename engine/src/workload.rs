@@ -15,7 +15,8 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
-use crate::gpu::gofmt::{fmt_g, quote};
+use crate::gpu::gofmt::quote;
+use crate::numfmt::format_g;
 
 /// A priority class. Higher classes are ordered first and may preempt
 /// lower ones. The order of the variants is the order of the classes.
@@ -625,7 +626,7 @@ pub enum DemandError {
     EmptyProfile,
     #[error("gpu memory: peak {0} MiB must be positive")]
     BadPeak(i64),
-    #[error("gpu compute: share {} must be between 0 and 1", fmt_g(*.0))]
+    #[error("gpu compute: share {} must be between 0 and 1", format_g(*.0, None))]
     BadCompute(f64),
     #[error("gpu model {}: no node has it (cluster has: {cluster_has})", quote(.model))]
     ModelNotInCluster { model: String, cluster_has: String },

@@ -1,7 +1,8 @@
 use thiserror::Error;
 
-use super::gofmt::{fmt_g, quote};
+use super::gofmt::quote;
 use super::{COMPUTE_SLICES, MEMORY_SLICES, Placement};
+use crate::numfmt::format_g;
 
 /// Why a question about GPU models, MIG profiles or layouts has no answer.
 /// The texts are the Go build's, word for word.
@@ -67,10 +68,10 @@ pub enum GpuError {
     #[error("peak memory {0} MiB is negative")]
     NegativePeak(i64),
     /// `Model::profile_for` was given a compute share that is not a number >= 0.
-    #[error("compute share {} must be a number from 0 to 1", fmt_g(*.0))]
+    #[error("compute share {} must be a number from 0 to 1", format_g(*.0, None))]
     BadComputeShare(f64),
     /// `Model::profile_for` was given a headroom that is not a finite number >= 0.
-    #[error("memory headroom {} must be a finite number >= 0", fmt_g(*.0))]
+    #[error("memory headroom {} must be a finite number >= 0", format_g(*.0, None))]
     BadHeadroom(f64),
     /// Every profile of the model owns the media engines, which
     /// `Model::profile_for` never picks.

@@ -1,7 +1,7 @@
-//! The two bits of Go's `fmt` that the engine's error messages need: `%q`
-//! for names and `%v`/`%g` for floats. Error texts are compared with the Go
-//! build's, and Rust's `{:?}` and `{}` spell both differently (`"\u{1}"`
-//! for `"\x01"`, `inf` for `+Inf`, `1000000` for `1e+06`).
+//! Go's `%q`, which the engine's error messages use for names: error texts
+//! are compared with the Go build's, and Rust's `{:?}` spells some
+//! differently (`"\u{1}"` for `"\x01"`). (Go's float forms are in
+//! `crate::numfmt`.)
 
 use std::fmt::Write;
 
@@ -50,92 +50,9 @@ fn is_go_printable(c: char) -> bool {
         | '\u{205f}'..='\u{206f}' | '\u{3000}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
 }
 
-/// `x` as Go's `%v` (and `%g`) writes a float64: the shortest digits that
-/// read back as `x`, in `%e` form when the decimal exponent is below -4 or
-/// at least 6 (strconv's 'g' at precision -1), else in `%f` form; `NaN`,
-/// `+Inf`, `-Inf`.
-pub(crate) fn fmt_g(x: f64) -> String {
-    if x.is_nan() {
-        return "NaN".to_string();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "+Inf" } else { "-Inf" }.to_string();
-    }
-    // Rust's `{:e}` gives the same shortest round-trip digits as Go's
-    // strconv: "d.ddde<exp>".
-    let sci = format!("{x:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} always writes an exponent");
-    let exp: i32 = exp.parse().expect("{:e} writes a decimal exponent");
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if !(-4..6).contains(&exp) {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.abs());
-        return out;
-    }
-    // The decimal point goes after `point` digits.
-    let point = exp + 1;
-    let n = digits.len() as i32;
-    if point <= 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', (-point) as usize));
-        out.push_str(&digits);
-    } else if point >= n {
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', (point - n) as usize));
-    } else {
-        out.push_str(&digits[..point as usize]);
-        out.push('.');
-        out.push_str(&digits[point as usize..]);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fmt_g_writes_what_go_percent_v_writes() {
-        // Each pair is Go's fmt.Sprintf("%v", x) for that float64.
-        let cases: &[(f64, &str)] = &[
-            (0.0, "0"),
-            (-0.0, "-0"),
-            (1.0, "1"),
-            (-0.1, "-0.1"),
-            (1.5, "1.5"),
-            (0.5, "0.5"),
-            (100000.0, "100000"),
-            (1000000.0, "1e+06"),
-            (1234567.0, "1.234567e+06"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (0.000123, "0.000123"),
-            (1.0 / 3.0, "0.3333333333333333"),
-            (3.0 / 7.0, "0.42857142857142855"),
-            (1e21, "1e+21"),
-            (1.5e-300, "1.5e-300"),
-            (123456.0, "123456"),
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "+Inf"),
-            (f64::NEG_INFINITY, "-Inf"),
-        ];
-        for &(x, want) in cases {
-            assert_eq!(fmt_g(x), want, "fmt_g({x:?})");
-        }
-    }
 
     #[test]
     fn quote_writes_what_go_percent_q_writes() {
