@@ -127,17 +127,34 @@ impl fmt::Debug for NodeSet {
 /// over-allocated, CPU and memory in use never exceed a node's capacity or
 /// go negative, every MIG layout is valid. On a refusal nothing changes.
 ///
-/// `clone` is cheap: the nodes are shared (`Arc`) and a node is copied
-/// only when one of the States sharing it changes it, so the engine can
-/// try a plan on a copy and throw it away.
+/// `clone` is cheap, so the engine can try a plan on a copy and throw it
+/// away: nodes are shared (`Arc`) between a State and its copies, and a
+/// node is copied only when a State that shares it changes it. The handles
+/// themselves are kept in chunks of `CHUNK`, shared the same way, so that a
+/// copy of a 1,213-node cluster costs 19 reference counts rather than
+/// 1,213, and a change to one node copies one chunk of handles. Each
+/// handle has the node's generation beside it, so a pass that only asks
+/// which nodes changed (a verdict cache) reads one array and no node.
 #[derive(Debug, Clone)]
 pub struct State {
-    pub(super) nodes: Vec<Arc<Node>>,
+    pub(super) chunks: Vec<Arc<[Slot]>>,
+    len: usize,
     pub(super) set: Arc<NodeSet>,
     /// Changes on every change of the State; equal versions in States of
     /// one node set mean equal contents (a clone starts with its
     /// original's).
     pub(super) version: u64,
+}
+
+/// How many node handles share one reference count; a power of two, so
+/// that finding a node's chunk is a shift.
+const CHUNK: usize = 64;
+
+/// A node and its generation (kept equal to `Node::generation`).
+#[derive(Debug, Clone)]
+pub(super) struct Slot {
+    generation: u64,
+    pub(super) node: Arc<Node>,
 }
 
 impl State {
@@ -192,12 +209,22 @@ impl State {
             index,
             changes: AtomicU64::new(0),
         });
-        for n in &mut nodes {
+        let len = nodes.len();
+        let mut slots = nodes.into_iter().map(|mut n| {
             n.generation = set.next();
+            Slot {
+                generation: n.generation,
+                node: Arc::new(n),
+            }
+        });
+        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK));
+        for _ in 0..len.div_ceil(CHUNK) {
+            chunks.push(slots.by_ref().take(CHUNK).collect());
         }
         let version = set.next();
         Ok(State {
-            nodes: nodes.into_iter().map(Arc::new).collect(),
+            chunks,
+            len,
             set,
             version,
         })
@@ -224,22 +251,32 @@ impl State {
 
     /// The number of nodes.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.len
     }
 
     /// Whether the State has no node.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len == 0
     }
 
     /// Node `i`.
     pub fn node(&self, i: usize) -> &Node {
-        &self.nodes[i]
+        &self.slot(i).node
+    }
+
+    /// Node `i`'s generation, `node(i).generation()` read without reaching
+    /// the node: for passes over every node that only ask which changed.
+    pub fn generation(&self, i: usize) -> u64 {
+        self.slot(i).generation
     }
 
     /// Every node, in order.
-    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &Node> {
-        self.nodes.iter().map(|n| &**n)
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.chunks.iter().flat_map(|c| c.iter().map(|s| &*s.node))
+    }
+
+    pub(super) fn slot(&self, i: usize) -> &Slot {
+        &self.chunks[i / CHUNK][i % CHUNK]
     }
 
     /// The position of the named node.
@@ -252,12 +289,19 @@ impl State {
         self.lookup(name).map(|i| self.node(i))
     }
 
-    /// Node `i` to change, copied first if another State shares it; the
-    /// State and the node get new numbers.
+    /// Node `i` to change, copied first (with its chunk of handles) if
+    /// another State shares it; the State and the node get new numbers.
     pub(super) fn mutable(&mut self, i: usize) -> &mut Node {
         self.version = self.set.next();
         let generation = self.set.next();
-        let n = Arc::make_mut(&mut self.nodes[i]);
+        let chunk = &mut self.chunks[i / CHUNK];
+        if Arc::get_mut(chunk).is_none() {
+            *chunk = chunk.iter().cloned().collect();
+        }
+        let slots = Arc::get_mut(chunk).expect("a chunk just copied has no other owner");
+        let slot = &mut slots[i % CHUNK];
+        slot.generation = generation;
+        let n = Arc::make_mut(&mut slot.node);
         n.generation = generation;
         n
     }

@@ -7,7 +7,7 @@ fn check_catches_each_broken_invariant() {
     type Corrupt = fn(&mut State);
     fn node_mut<'a>(s: &'a mut State, name: &str) -> &'a mut Node {
         let i = s.lookup(name).unwrap();
-        Arc::make_mut(&mut s.nodes[i])
+        s.mutable(i)
     }
     fn first_task(n: &mut Node) -> &mut Assignment {
         Arc::make_mut(&mut n.tasks[0])

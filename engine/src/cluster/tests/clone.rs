@@ -117,7 +117,7 @@ fn a_state_whose_copies_are_gone_changes_its_nodes_in_place() {
         (m.apply)(&mut s).unwrap();
         let i = s.lookup(m.node).unwrap();
         assert!(
-            std::ptr::eq(Arc::as_ptr(&s.nodes[i]), before[i]),
+            std::ptr::eq(Arc::as_ptr(&s.slot(i).node), before[i]),
             "{}: node {} was copied",
             m.name,
             m.node
@@ -129,11 +129,11 @@ fn a_state_whose_copies_are_gone_changes_its_nodes_in_place() {
 /// higher gen and is a fresh copy, and every other node kept both.
 #[track_caller]
 fn check_gens(before: &Snapshot, after: &State, changed: &str) {
-    for (i, n) in after.nodes.iter().enumerate() {
+    for (i, n) in after.nodes().enumerate() {
         let (old, old_gen) = (before.nodes[i], before.gens[i]);
         if n.name() != changed {
             assert!(
-                std::ptr::eq(Arc::as_ptr(n), old) && n.generation() == old_gen,
+                std::ptr::eq(n, old) && n.generation() == old_gen,
                 "untouched node {}: gen {} -> {}",
                 n.name(),
                 old_gen,
@@ -142,7 +142,7 @@ fn check_gens(before: &Snapshot, after: &State, changed: &str) {
             continue;
         }
         assert!(
-            !std::ptr::eq(Arc::as_ptr(n), old),
+            !std::ptr::eq(n, old),
             "changed node {} was changed in place, under the other State",
             n.name()
         );
@@ -199,7 +199,7 @@ fn both_sides_of_a_clone_change_independently() {
         "two different States share a version"
     );
     assert!(
-        Arc::ptr_eq(&s.nodes[0], &c.nodes[0]),
+        std::ptr::eq(s.node(0), c.node(0)),
         "the untouched node was copied"
     );
     must_check(&s);
@@ -284,7 +284,7 @@ fn every_mutation_of_one_state_changes_gen() {
         let before = node_handles(&s);
         let before_gens = gens(&s);
         (m.apply)(&mut s).unwrap();
-        for (i, n) in s.nodes.iter().enumerate() {
+        for (i, n) in s.nodes().enumerate() {
             if n.name() == m.node {
                 assert!(
                     seen.insert(n.generation()),
@@ -293,7 +293,7 @@ fn every_mutation_of_one_state_changes_gen() {
                     n.generation()
                 );
                 assert!(
-                    std::ptr::eq(Arc::as_ptr(n), before[i]),
+                    std::ptr::eq(n, before[i]),
                     "{name}: an owned node was copied"
                 );
             } else {
@@ -359,4 +359,38 @@ fn a_gpu_growing_in_a_clone_leaves_its_neighbours() {
         s.node_by_name("v100").unwrap().task("more0").is_none(),
         "the clone's task appeared in the original"
     );
+}
+
+#[test]
+fn copies_of_a_state_of_many_chunks_change_apart() {
+    // 150 nodes: three chunks of handles, the last one short.
+    let specs: Vec<SpecBuilder> = (0..150)
+        .map(|i| node(&format!("n{i:03}")).gpus(1, "T4"))
+        .collect();
+    let mut s = new_state(&specs);
+    let c = s.clone();
+    let snap = take_snapshot(&c);
+    for i in [0, 63, 64, 127, 128, 149] {
+        allocate(&mut s, &[task("t").on(&format!("n{i:03}")).whole(0)]);
+    }
+    snap.same(&c, "changing the original");
+    let handles = node_handles(&s);
+    for i in 0..s.len() {
+        let changed = [0, 63, 64, 127, 128, 149].contains(&i);
+        assert_eq!(s.node(i).name(), format!("n{i:03}"));
+        assert_eq!(
+            !std::ptr::eq(handles[i], snap.nodes[i]),
+            changed,
+            "node {i}: copied"
+        );
+        assert_eq!(s.generation(i), s.node(i).generation(), "node {i}");
+        assert_eq!(
+            s.node(i).gpus()[0].used(),
+            if changed { 1000 } else { 0 },
+            "node {i}"
+        );
+    }
+    assert_eq!(s.nodes().count(), 150);
+    must_check(&s);
+    must_check(&c);
 }

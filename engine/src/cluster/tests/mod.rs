@@ -253,7 +253,7 @@ pub(super) fn gens(s: &State) -> Vec<u64> {
 /// Addresses, not handles: a handle held here would make the State copy
 /// the node it shares on its next change.
 pub(super) fn node_handles(s: &State) -> Vec<*const Node> {
-    s.nodes.iter().map(Arc::as_ptr).collect()
+    (0..s.len()).map(|i| Arc::as_ptr(&s.slot(i).node)).collect()
 }
 
 /// A State recorded to compare after an operation that must not change it.
@@ -285,11 +285,11 @@ impl Snapshot {
             "{what} changed the State:\nbefore:\n{}\nafter:\n{got}",
             self.text
         );
-        for (i, n) in s.nodes.iter().enumerate() {
+        for (i, n) in node_handles(s).into_iter().enumerate() {
             assert!(
-                std::ptr::eq(Arc::as_ptr(n), self.nodes[i]),
+                std::ptr::eq(n, self.nodes[i]),
                 "{what} copied node {}",
-                n.name()
+                s.node(i).name()
             );
         }
     }

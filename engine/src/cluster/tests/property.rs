@@ -369,7 +369,15 @@ fn invariant_problem(s: &State, sh: &Shadow) -> Option<String> {
     if let Err(e) = s.check() {
         return Some(format!("check: {e}"));
     }
-    for n in s.nodes() {
+    for (i, n) in s.nodes().enumerate() {
+        if s.generation(i) != n.generation() {
+            return Some(format!(
+                "node {}: generation {} beside the node, {} in it",
+                n.name(),
+                s.generation(i),
+                n.generation()
+            ));
+        }
         let want = &sh[n.name()];
         if n.tasks().len() != want.len() {
             return Some(format!(
