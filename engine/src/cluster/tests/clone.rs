@@ -374,12 +374,11 @@ fn copies_of_a_state_of_many_chunks_change_apart() {
         allocate(&mut s, &[task("t").on(&format!("n{i:03}")).whole(0)]);
     }
     snap.same(&c, "changing the original");
-    let handles = node_handles(&s);
-    for i in 0..s.len() {
+    for (i, handle) in node_handles(&s).into_iter().enumerate() {
         let changed = [0, 63, 64, 127, 128, 149].contains(&i);
         assert_eq!(s.node(i).name(), format!("n{i:03}"));
         assert_eq!(
-            !std::ptr::eq(handles[i], snap.nodes[i]),
+            !std::ptr::eq(handle, snap.nodes[i]),
             changed,
             "node {i}: copied"
         );
