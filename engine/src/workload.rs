@@ -102,7 +102,7 @@ impl<'de> Deserialize<'de> for Class {
 }
 
 /// Which form a GPU demand takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Kind {
     /// CPU and memory only.
     #[default]
