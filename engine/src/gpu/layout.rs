@@ -30,7 +30,7 @@ impl Placement {
         }
     }
 
-    /// Reads "<profile>@<start>", e.g. "3g.40gb@4", ignoring surrounding
+    /// Reads `<profile>@<start>`, e.g. "3g.40gb@4", ignoring surrounding
     /// white space. It checks syntax only: whether the profile exists on a
     /// model is `Model::validate`'s job. A profile name is letters, digits
     /// and '.', '+', '-', '_' (so it never holds the ',' and '@' of the text
