@@ -366,7 +366,7 @@ fn cell_width(m: &Model, layouts: &[Layout]) -> usize {
         for pl in l.iter() {
             if let Ok(p) = m.profile(&pl.profile) {
                 let span = p.memory as usize;
-                width = width.max((pl.profile.len() + 2 + span - 1) / span);
+                width = width.max((pl.profile.len() + 2).div_ceil(span));
             }
         }
     }
