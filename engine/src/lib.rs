@@ -6,6 +6,7 @@ pub mod fmath;
 pub mod frag;
 pub mod gpu;
 pub mod numfmt;
+pub mod placement;
 pub mod random;
 pub mod svgchart;
 pub mod trace;

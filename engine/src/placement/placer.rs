@@ -1,0 +1,475 @@
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use crate::cluster::{Assignment, ClusterError, Node, NodeSet, State};
+use crate::gpu::DEFAULT_HEADROOM;
+use crate::random::Rand;
+use crate::workload::{Task, WorkloadError};
+
+use super::fit::fits;
+use super::request::RequestKey;
+use super::{Adjuster, Code, DefaultPicker, Hint, Picker, Policy, Reason, Request};
+
+/// Bounds the cache: past this many request classes it starts over, which
+/// costs speed, never correctness.
+pub(super) const MAX_CLASSES: usize = 512;
+
+/// Runs the pipeline of one policy.
+///
+/// It keeps a cache of per-node verdicts (filters and score) per request
+/// class, each stamped with the generation of the node it was computed on,
+/// so a placement costs one comparison per unchanged node and a full
+/// evaluation only of the nodes that changed since the same kind of request
+/// was last placed. The cache never changes a result: a verdict is reused
+/// only for the very node state it was computed on (same node set, same
+/// generation).
+pub struct Placer {
+    policy: Policy,
+    rng: Rand,
+    headroom: f64,
+    mig_only: bool,
+    brief: bool,
+    /// Request class -> row of `rows`. Only looked up, never iterated.
+    classes: HashMap<RequestKey, usize>,
+    rows: Vec<Row>,
+    /// Reused for the feasible nodes handed to a `Selector`.
+    candidates: Vec<usize>,
+}
+
+/// The cached verdicts of one request class, one per node position, and
+/// the node set their generations number.
+#[derive(Default)]
+struct Row {
+    set: Option<Arc<NodeSet>>,
+    verdicts: Vec<Verdict>,
+}
+
+/// The cached outcome of filters and score for one node.
+#[derive(Debug, Clone, Default)]
+struct Verdict {
+    /// The node generation it was computed on; 0 (which no node has) when
+    /// empty.
+    generation: u64,
+    /// Why the node is out; none when it passed every filter.
+    reason: Option<Reason>,
+    score: i64,
+    hint: Option<Hint>,
+}
+
+impl Verdict {
+    fn ok(&self) -> bool {
+        self.reason.is_none()
+    }
+}
+
+/// Why a task could not be placed.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum PlaceError {
+    /// The task itself is invalid (`Task::validate`).
+    #[error(transparent)]
+    Invalid(#[from] WorkloadError),
+    /// No node fits, from a placer with brief failures.
+    #[error("no node fits the task")]
+    NoFit,
+    /// No node fits, with the count of each reason.
+    #[error(transparent)]
+    Failure(#[from] Failure),
+    /// A node passed the filters but the picker found no device on it: a
+    /// bug in a policy.
+    #[error(
+        "task {task}: policy {policy}: node {node} passed the filters but no device could be picked"
+    )]
+    NoDevice {
+        task: String,
+        policy: String,
+        node: String,
+    },
+    /// `place_all` could not apply a placement to its trial state.
+    #[error("task {task}: {source}")]
+    Allocate { task: String, source: ClusterError },
+}
+
+/// Why a task fits nowhere: how many nodes were ruled out for each reason.
+/// A node that passed the filters but was not allowed counts as
+/// `Code::Policy`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub struct Failure {
+    pub task: String,
+    pub nodes: usize,
+    pub reasons: BTreeMap<Code, usize>,
+}
+
+impl Failure {
+    /// The reasons in the order the text gives them: most nodes first, then
+    /// by code name.
+    pub fn sorted(&self) -> Vec<(Code, usize)> {
+        let mut v: Vec<(Code, usize)> = self.reasons.iter().map(|(&c, &k)| (c, k)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.as_str().cmp(b.0.as_str())));
+        v
+    }
+}
+
+/// "task t: 0/5 nodes fit (2 cpu, 1 gpu-model, 1 no-gpu, 1 policy)".
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {}: 0/{} nodes fit (", self.task, self.nodes)?;
+        for (k, (code, count)) in self.sorted().into_iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{count} {code}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl Placer {
+    /// A placer for `policy` (a missing picker becomes `DefaultPicker`).
+    /// `rng` is its only source of randomness: the same policy, seed and
+    /// inputs give the same placements.
+    pub fn new(mut policy: Policy, rng: Rand) -> Placer {
+        if policy.picker.is_none() {
+            policy.picker = Some(Box::new(DefaultPicker));
+        }
+        Placer {
+            policy,
+            rng,
+            headroom: DEFAULT_HEADROOM,
+            mig_only: false,
+            brief: false,
+            classes: HashMap::new(),
+            rows: Vec::new(),
+            candidates: Vec::new(),
+        }
+    }
+
+    /// The placer's policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The placer's random stream, for a caller that draws from the same
+    /// stream between placements.
+    pub fn rng_mut(&mut self) -> &mut Rand {
+        &mut self.rng
+    }
+
+    /// Changes the GPU memory kept above a memory profile's peak, for the
+    /// requests prepared from now on.
+    pub fn set_headroom(&mut self, h: f64) {
+        self.headroom = h;
+    }
+
+    /// Makes memory profiles take MIG instances on MIG-capable models (see
+    /// `Request::mig_only`), for the requests prepared from now on.
+    pub fn set_mig_only(&mut self, on: bool) {
+        self.mig_only = on;
+    }
+
+    /// Makes a failed placement return `PlaceError::NoFit` instead of a
+    /// `Failure` counting why each node was ruled out: a scheduling cycle
+    /// that only needs to know that a job did not fit spent a third of each
+    /// failed placement counting reasons.
+    pub fn set_brief_failures(&mut self, on: bool) {
+        self.brief = on;
+    }
+
+    /// Whether the policy rewrites requests (k8s-default places a memory
+    /// profile or a fraction on a whole GPU): what a task is granted then
+    /// differs from what it asks.
+    pub fn rewrites(&self) -> bool {
+        self.policy.rewriter.is_some()
+    }
+
+    /// Prepares a task with the placer's headroom, MIG setting and policy
+    /// rewrite.
+    pub fn request(&self, t: Task) -> Result<Request, WorkloadError> {
+        let mut r = Request::new(t, self.headroom)?;
+        r.set_mig_only(self.mig_only);
+        if let Some(w) = &self.policy.rewriter {
+            r = w.rewrite(r);
+        }
+        Ok(r)
+    }
+
+    /// Finds where a task goes on `st`, without changing `st`. The caller
+    /// applies the assignment with `State::allocate`.
+    pub fn place(&mut self, st: &State, t: Task) -> Result<Assignment, PlaceError> {
+        let r = self.request(t)?;
+        self.place_request(st, &r)
+    }
+
+    /// `place` for a prepared request.
+    pub fn place_request(&mut self, st: &State, r: &Request) -> Result<Assignment, PlaceError> {
+        self.place_in(st, r, |_| true)
+    }
+
+    /// `place_request` restricted to the nodes `allowed` says yes to. It
+    /// asks only about nodes that passed the filters.
+    pub fn place_in<F>(
+        &mut self,
+        st: &State,
+        r: &Request,
+        allowed: F,
+    ) -> Result<Assignment, PlaceError>
+    where
+        F: Fn(&Node) -> bool,
+    {
+        let c = self.evaluate(st, r);
+        let vs = &self.rows[c].verdicts;
+        // `allowed` is applied on the fly: the cached row must keep the
+        // true verdicts, and copying it per call would cost more than the
+        // placement.
+        let feasible = |i: usize| vs[i].ok() && allowed(st.node(i));
+        let best = match self.policy.selector.as_deref_mut() {
+            Some(selector) => {
+                self.candidates.clear();
+                self.candidates
+                    .extend((0..vs.len()).filter(|&i| feasible(i)));
+                if self.candidates.is_empty() {
+                    None
+                } else {
+                    Some(selector.select(st, &self.candidates, &mut self.rng))
+                }
+            }
+            None => argmax(st, r, vs, self.policy.adjuster.as_mut(), feasible),
+        };
+        let Some(best) = best else {
+            if self.brief {
+                return Err(PlaceError::NoFit);
+            }
+            return Err(failure(r, vs, feasible).into());
+        };
+        let n = st.node(best);
+        let hint = vs[best].hint.as_ref();
+        let grants = match self.policy.picker.as_deref_mut() {
+            Some(picker) => picker.pick(n, r, hint, &mut self.rng),
+            None => DefaultPicker.pick(n, r, hint, &mut self.rng),
+        };
+        let Some(grants) = grants else {
+            return Err(PlaceError::NoDevice {
+                task: r.task().name.clone(),
+                policy: self.policy.name.clone(),
+                node: n.name().to_string(),
+            });
+        };
+        Ok(Assignment {
+            task: r.task().name.clone(),
+            node: n.name().to_string(),
+            cpu_milli: r.cpu_milli(),
+            memory_mib: r.mem_mib(),
+            grants,
+        })
+    }
+
+    /// Whether `r` fits on some node `allowed` says yes to, that is whether
+    /// `place_in` would succeed. It neither ranks nor picks: a caller about
+    /// to try `r` on several subsets of those nodes learns at the cost of
+    /// one pass that every try would fail.
+    pub fn fits_somewhere<F>(&mut self, st: &State, r: &Request, allowed: F) -> bool
+    where
+        F: Fn(&Node) -> bool,
+    {
+        let c = self.evaluate(st, r);
+        let vs = &self.rows[c].verdicts;
+        (0..vs.len()).any(|i| vs[i].ok() && allowed(st.node(i)))
+    }
+
+    /// Whether `r` fits on `n`: the placer's filters pass there, so placing
+    /// `r` with `n` the only node allowed would succeed. It reads `n` alone
+    /// and no cache: a search that asks about one node at a time needs no
+    /// pass over the cluster.
+    pub fn fits(&self, n: &Node, r: &Request) -> bool {
+        fits(n, r).is_ok() && self.policy.filters.iter().all(|f| f.filter(n, r).is_ok())
+    }
+
+    /// Places every request, each after the ones before it, on a clone of
+    /// `st`: all of them or none. It returns the assignments and the clone
+    /// with them applied, which the caller may adopt.
+    pub fn place_all<R, F>(
+        &mut self,
+        st: &State,
+        reqs: &[R],
+        allowed: F,
+    ) -> Result<(Vec<Assignment>, State), PlaceError>
+    where
+        R: Borrow<Request>,
+        F: Fn(&Node) -> bool,
+    {
+        let Some(head) = reqs.first() else {
+            return Ok((Vec::new(), st.clone()));
+        };
+        // The first task is placed on st itself (placing does not change
+        // the state): most attempts that fail, fail there, before a clone.
+        let mut first = Some(self.place_in(st, head.borrow(), &allowed)?);
+        let mut trial = st.clone();
+        let mut out = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            let r = r.borrow();
+            let a = match first.take() {
+                Some(a) => a,
+                None => self.place_in(&trial, r, &allowed)?,
+            };
+            trial.allocate(&a).map_err(|source| PlaceError::Allocate {
+                task: r.task().name.clone(),
+                source,
+            })?;
+            out.push(a);
+        }
+        Ok((out, trial))
+    }
+
+    /// Brings the verdict of every node for `r`'s class up to date (from the
+    /// cache where the node has not changed) and returns the class's row.
+    fn evaluate(&mut self, st: &State, r: &Request) -> usize {
+        let c = self.slot(r, st);
+        let row = &mut self.rows[c].verdicts;
+        let volatile = self.policy.volatile;
+        for (i, v) in row.iter_mut().enumerate() {
+            // Generations start at 1, so an empty verdict never matches.
+            let generation = st.generation(i);
+            if !volatile && v.generation == generation {
+                continue;
+            }
+            *v = judge(&mut self.policy, st.node(i), r);
+            v.generation = generation;
+        }
+        c
+    }
+
+    /// The cache row of `r`'s class, sized for `st` and emptied if it was
+    /// filled for another node set.
+    fn slot(&mut self, r: &Request, st: &State) -> usize {
+        let c = match self.classes.get(r.key()) {
+            Some(&c) => c,
+            None => {
+                if self.rows.len() >= MAX_CLASSES {
+                    self.classes.clear();
+                    self.rows.clear();
+                }
+                let c = self.rows.len();
+                self.classes.insert(r.key().clone(), c);
+                self.rows.push(Row::default());
+                c
+            }
+        };
+        let row = &mut self.rows[c];
+        let same_set = row
+            .set
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, st.node_set()));
+        if !same_set || row.verdicts.len() != st.len() {
+            row.verdicts.clear();
+            row.verdicts.resize(st.len(), Verdict::default());
+            row.set = Some(Arc::clone(st.node_set()));
+        }
+        c
+    }
+}
+
+impl fmt::Debug for Placer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Placer")
+            .field("policy", &self.policy)
+            .field("headroom", &self.headroom)
+            .field("mig_only", &self.mig_only)
+            .field("brief", &self.brief)
+            .field("classes", &self.rows.len())
+            .finish()
+    }
+}
+
+/// Filters and scores one node.
+fn judge(policy: &mut Policy, n: &Node, r: &Request) -> Verdict {
+    if let Err(code) = fits(n, r) {
+        return Verdict {
+            reason: Some(Reason {
+                filter: "fit",
+                code,
+            }),
+            ..Verdict::default()
+        };
+    }
+    for f in &policy.filters {
+        if let Err(why) = f.filter(n, r) {
+            return Verdict {
+                reason: Some(why),
+                ..Verdict::default()
+            };
+        }
+    }
+    let (score, hint) = match policy.scorer.as_deref_mut() {
+        Some(s) => s.score(n, r),
+        None => (0, None),
+    };
+    Verdict {
+        generation: 0,
+        reason: None,
+        score,
+        hint,
+    }
+}
+
+/// The feasible node with the best (adjusted) score, ties to the lower
+/// rank, then to the earlier node.
+fn argmax(
+    st: &State,
+    r: &Request,
+    vs: &[Verdict],
+    mut adjuster: Option<&mut Box<dyn Adjuster>>,
+    feasible: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    if let Some(a) = adjuster.as_mut() {
+        a.prepare(st, r);
+    }
+    let mut best: Option<(usize, i64)> = None;
+    for (i, v) in vs.iter().enumerate() {
+        if !feasible(i) {
+            continue;
+        }
+        let mut score = v.score;
+        if let Some(a) = adjuster.as_mut() {
+            score = a.adjust(i, st.node(i), r, score, v.hint.as_ref());
+        }
+        let better = match best {
+            None => true,
+            Some((b, best_score)) => {
+                score > best_score || (score == best_score && st.node(i).rank() < st.node(b).rank())
+            }
+        };
+        if better {
+            best = Some((i, score));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Counts the reasons nodes were ruled out; a node that passed the filters
+/// but is not allowed counts as ruled out by policy. (Counted in a short
+/// list first: a map update per node was a third of a failed placement's
+/// cost in the Go build.)
+fn failure(r: &Request, vs: &[Verdict], feasible: impl Fn(usize) -> bool) -> Failure {
+    let mut counts: Vec<(Code, usize)> = Vec::new();
+    for (i, v) in vs.iter().enumerate() {
+        let code = match v.reason {
+            Some(why) => why.code,
+            // Not feasible although it passed: `allowed` said no.
+            None if !feasible(i) => Code::Policy,
+            // Unreachable: a feasible node means a placement, not a failure.
+            None => continue,
+        };
+        match counts.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((code, 1)),
+        }
+    }
+    Failure {
+        task: r.task().name.clone(),
+        nodes: vs.len(),
+        reasons: counts.into_iter().collect(),
+    }
+}
