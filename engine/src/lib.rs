@@ -7,6 +7,7 @@ pub mod frag;
 pub mod gpu;
 pub mod numfmt;
 pub mod placement;
+pub mod policies;
 pub mod random;
 pub mod svgchart;
 pub mod trace;
