@@ -272,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn reports_quote_errors_on_goes_lines() {
+    fn reports_quote_errors_on_the_lines_go_names() {
         let bare = r#"bare " in non-quoted-field"#.to_string();
         let quote = r#"extraneous or missing " in quoted-field"#.to_string();
         assert_eq!(records("a\nb\"c\n"), Err((2, bare.clone())));
