@@ -4,6 +4,7 @@
 //! that takes them.
 
 mod fit;
+mod golden;
 mod picker;
 mod placer;
 mod property;
