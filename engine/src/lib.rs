@@ -9,6 +9,7 @@ pub mod numfmt;
 pub mod placement;
 pub mod policies;
 pub mod random;
+pub mod sim;
 pub mod svgchart;
 pub mod trace;
 pub mod workload;
