@@ -213,7 +213,7 @@ fn error_text(e: &PlaceError) -> String {
 }
 
 fn even(n: &Node) -> bool {
-    num::<usize>(&n.name()[1..]) % 2 == 0
+    num::<usize>(&n.name()[1..]).is_multiple_of(2)
 }
 
 #[test]
