@@ -97,3 +97,6 @@ pub fn median(xs: &[f64]) -> f64 {
         (s[n / 2 - 1] + s[n / 2]) / 2.0
     }
 }
+
+#[cfg(test)]
+mod tests;
