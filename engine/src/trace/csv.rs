@@ -134,14 +134,17 @@ impl<'a> Reader<'a> {
             if line.text.first() != Some(&b'"') {
                 // A field without quotes runs to the next comma or the end
                 // of the line, and may not hold a quote.
-                let comma = line.text.iter().position(|&b| b == b',');
+                let end = line.text.iter().position(|&b| b == b',' || b == b'"');
+                let comma = match end {
+                    Some(i) if line.text[i] == b'"' => {
+                        return Err(SyntaxError {
+                            line: self.num_line,
+                            cause: Cause::BareQuote,
+                        });
+                    }
+                    end => end,
+                };
                 let field = &line.text[..comma.unwrap_or(line.text.len())];
-                if field.contains(&b'"') {
-                    return Err(SyntaxError {
-                        line: self.num_line,
-                        cause: Cause::BareQuote,
-                    });
-                }
                 self.buf.extend_from_slice(field);
                 self.ends.push(self.buf.len());
                 self.lines.push(pos_line);

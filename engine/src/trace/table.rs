@@ -205,7 +205,12 @@ pub(super) fn check_text(s: &[u8]) -> Result<&str, Cause> {
         return Err(Cause::Spaces);
     }
     let s = std::str::from_utf8(s).map_err(|_| Cause::BadUtf8)?;
-    if s.chars().any(char::is_control) {
+    let control = if s.is_ascii() {
+        s.bytes().any(|b| b.is_ascii_control())
+    } else {
+        s.chars().any(char::is_control)
+    };
+    if control {
         return Err(Cause::Control);
     }
     Ok(s)
@@ -216,11 +221,20 @@ pub(super) fn check_text(s: &[u8]) -> Result<&str, Cause> {
 // strings.TrimSpace, only a whole, valid space rune at either end counts.
 
 fn starts_with_space(s: &[u8]) -> bool {
-    (1..=s.len().min(4)).any(|n| one_char(&s[..n]).is_some_and(char::is_whitespace))
+    match s.first() {
+        None => false,
+        Some(&b) if b.is_ascii() => char::from(b).is_whitespace(),
+        Some(_) => (2..=s.len().min(4)).any(|n| one_char(&s[..n]).is_some_and(char::is_whitespace)),
+    }
 }
 
 fn ends_with_space(s: &[u8]) -> bool {
-    (1..=s.len().min(4)).any(|n| one_char(&s[s.len() - n..]).is_some_and(char::is_whitespace))
+    match s.last() {
+        None => false,
+        Some(&b) if b.is_ascii() => char::from(b).is_whitespace(),
+        Some(_) => (2..=s.len().min(4))
+            .any(|n| one_char(&s[s.len() - n..]).is_some_and(char::is_whitespace)),
+    }
 }
 
 /// The character `s` encodes, if it is exactly one valid UTF-8 character.
