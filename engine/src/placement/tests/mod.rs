@@ -3,6 +3,7 @@
 //! on a node. Numbers in a test are always named by the builder method
 //! that takes them.
 
+mod bench;
 mod fit;
 mod golden;
 mod picker;
