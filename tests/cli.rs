@@ -63,3 +63,30 @@ fn a_failed_run_exits_1_with_the_commands_prefix() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn missing_mig_flags_are_usage_errors_named_as_go_names_them() {
+    // Checked after parsing, as the Go build does, so that an unknown
+    // model is reported before a missing --want.
+    for (args, want) in [
+        (
+            &["mig", "layouts"][..],
+            "partita mig layouts: --gpu is required, e.g. --gpu H100-80GB\n",
+        ),
+        (
+            &["mig", "fit", "--gpu", "H100-80GB"],
+            "partita mig fit: --want is required, e.g. --want 1g.10gb\n",
+        ),
+    ] {
+        let out = partita(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&out.stderr), want);
+    }
+    let out = partita(&["mig", "fit", "--gpu", "T4"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("model \"T4\" does not support MIG"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -8,10 +8,10 @@ use partita_engine::gpu::{self, Layout, Model, ModelRef, Placement};
 use serde::Serialize;
 use tabwriter::TabWriter;
 
+use super::usage_error;
 use crate::output::write_json;
 
 use clap::Subcommand;
-use clap::builder::NonEmptyStringValueParser;
 
 /// `partita mig <subcommand>`.
 #[derive(Debug, Clone, clap::Args)]
@@ -63,7 +63,12 @@ pub struct MigModelsArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct MigGpuArgs {
     /// GPU model or alias, e.g. H100-80GB (partita mig models lists them)
-    #[arg(long, value_name = "model", required = true, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        value_name = "model",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub gpu: String,
 
     /// print JSON instead of a table
@@ -75,7 +80,12 @@ pub struct MigGpuArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct MigFitArgs {
     /// GPU model or alias, e.g. H100-80GB (partita mig models lists them)
-    #[arg(long, value_name = "model", required = true, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        value_name = "model",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub gpu: String,
 
     /// layout of the instances already on the GPU, e.g. 3g.40gb@0,1g.10gb@4
@@ -88,7 +98,12 @@ pub struct MigFitArgs {
     pub used: String,
 
     /// the profile to place, e.g. 2g.20gb
-    #[arg(long, value_name = "profile", required = true, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(
+        long,
+        value_name = "profile",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub want: String,
 
     /// print JSON instead of a table
@@ -231,6 +246,12 @@ pub struct FitResult {
 /// (`{gpu,used,want,fits,placements,reasons?}`).
 pub fn run_fit(args: &MigFitArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let m = mig_model(&args.gpu)?;
+    if args.want.is_empty() {
+        return Err(usage_error(format!(
+            "--want is required, e.g. --want {}",
+            m.profiles[0].name
+        )));
+    }
     let res = fit(&m, &args.used, &args.want)?;
     if args.json {
         return write_json(out, &res);
@@ -317,6 +338,10 @@ fn print_fit(out: &mut dyn Write, m: &Model, res: &FitResult) -> std::io::Result
 /// Resolves `--gpu` to a MIG-capable model; an unknown or non-MIG model is
 /// an error that lists the MIG models.
 fn mig_model(name: &str) -> anyhow::Result<ModelRef> {
+    // Checked here, not by clap, so that the message is the Go build's.
+    if name.is_empty() {
+        return Err(usage_error("--gpu is required, e.g. --gpu H100-80GB"));
+    }
     let m = gpu::lookup(name);
     let mig_names: Vec<&str> = gpu::catalog()
         .iter()

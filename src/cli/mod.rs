@@ -324,8 +324,6 @@ mod tests {
             ("bench fill --nodes n --pods p --workers -1", "-1"),
             ("bench fill --nodes n --pods p stray", "stray"),
             ("mig layouts --nope", "--nope"),
-            ("mig layouts", "--gpu"),
-            ("mig fit --gpu H100-80GB", "--want"),
             ("mig layouts --gpu H100-80GB extra", "extra"),
             ("mig bogus", "bogus"),
             ("bogus", "bogus"),
