@@ -36,33 +36,75 @@ pub struct Placer {
     /// Request class -> row of `rows`. Only looked up, never iterated.
     classes: HashMap<RequestKey, usize>,
     rows: Vec<Row>,
+    /// Every node's tie-break rank, read once per node set: a rank is
+    /// fixed before its node joins a State, so the nodes of one set keep
+    /// theirs, and ties (frequent: empty nodes score alike) then cost no
+    /// visit to a node.
+    ranks: Ranks,
     /// Reused for the feasible nodes handed to a `Selector`.
     candidates: Vec<usize>,
 }
 
-/// The cached verdicts of one request class, one per node position, and
-/// the node set their generations number.
+#[derive(Default)]
+struct Ranks {
+    set: Option<Arc<NodeSet>>,
+    of: Vec<i64>,
+}
+
+/// The cached verdicts of one request class, one entry per node position
+/// in each vector, and the node set their generations number. The parts
+/// of a verdict are kept apart so that the pass over every node that each
+/// placement makes (generations, then ok and score) reads dense arrays.
 #[derive(Default)]
 struct Row {
     set: Option<Arc<NodeSet>>,
-    verdicts: Vec<Verdict>,
+    /// The version of the State every verdict of the row was last brought
+    /// up to date for (0: none): a placement on the very same State (a
+    /// failed one leaves it as it was) need not look at the nodes at all.
+    version: u64,
+    /// The node generation the verdict was computed on; 0 (which no node
+    /// has) when there is none yet.
+    generations: Vec<u64>,
+    /// Whether the node passed every filter.
+    ok: Vec<bool>,
+    /// Whether `hints` holds a hint for the node. Most scorers give none,
+    /// and this dense flag spares them every read of the wide `hints`.
+    hinted: Vec<bool>,
+    scores: Vec<i64>,
+    /// Why the node is out; written only when it is.
+    reasons: Vec<Option<Reason>>,
+    /// Read only where `hinted` says.
+    hints: Vec<Option<Hint>>,
 }
 
-/// The cached outcome of filters and score for one node.
-#[derive(Debug, Clone, Default)]
-struct Verdict {
-    /// The node generation it was computed on; 0 (which no node has) when
-    /// empty.
-    generation: u64,
-    /// Why the node is out; none when it passed every filter.
-    reason: Option<Reason>,
-    score: i64,
-    hint: Option<Hint>,
-}
+impl Row {
+    /// Empties the row and sizes it for `nodes` nodes.
+    fn reset(&mut self, nodes: usize) {
+        self.version = 0;
+        self.generations.clear();
+        self.generations.resize(nodes, 0);
+        self.ok.clear();
+        self.ok.resize(nodes, false);
+        self.hinted.clear();
+        self.hinted.resize(nodes, false);
+        self.scores.clear();
+        self.scores.resize(nodes, 0);
+        self.reasons.clear();
+        self.reasons.resize(nodes, None);
+        self.hints.clear();
+        self.hints.resize(nodes, None);
+    }
 
-impl Verdict {
-    fn ok(&self) -> bool {
-        self.reason.is_none()
+    fn len(&self) -> usize {
+        self.generations.len()
+    }
+
+    fn hint(&self, i: usize) -> Option<&Hint> {
+        if self.hinted[i] {
+            self.hints[i].as_ref()
+        } else {
+            None
+        }
     }
 }
 
@@ -143,6 +185,7 @@ impl Placer {
             brief: false,
             classes: HashMap::new(),
             rows: Vec::new(),
+            ranks: Ranks::default(),
             candidates: Vec::new(),
         }
     }
@@ -205,7 +248,7 @@ impl Placer {
 
     /// `place` for a prepared request.
     pub fn place_request(&mut self, st: &State, r: &Request) -> Result<Assignment, PlaceError> {
-        self.place_in(st, r, |_| true)
+        self.place_where(st, r, |_| true)
     }
 
     /// `place_request` restricted to the nodes `allowed` says yes to. It
@@ -219,33 +262,54 @@ impl Placer {
     where
         F: Fn(&Node) -> bool,
     {
+        self.place_where(st, r, |i| allowed(st.node(i)))
+    }
+
+    /// `place_in` with `allowed` asked by node position: `place_request`
+    /// allows every node without reaching any.
+    fn place_where<A>(
+        &mut self,
+        st: &State,
+        r: &Request,
+        allowed: A,
+    ) -> Result<Assignment, PlaceError>
+    where
+        A: Fn(usize) -> bool,
+    {
         let c = self.evaluate(st, r);
-        let vs = &self.rows[c].verdicts;
+        let row = &self.rows[c];
         // `allowed` is applied on the fly: the cached row must keep the
         // true verdicts, and copying it per call would cost more than the
         // placement.
-        let feasible = |i: usize| vs[i].ok() && allowed(st.node(i));
+        let feasible = |i: usize| row.ok[i] && allowed(i);
         let best = match self.policy.selector.as_deref_mut() {
             Some(selector) => {
                 self.candidates.clear();
                 self.candidates
-                    .extend((0..vs.len()).filter(|&i| feasible(i)));
+                    .extend((0..row.len()).filter(|&i| feasible(i)));
                 if self.candidates.is_empty() {
                     None
                 } else {
                     Some(selector.select(st, &self.candidates, &mut self.rng))
                 }
             }
-            None => argmax(st, r, vs, self.policy.adjuster.as_mut(), feasible),
+            None => argmax(
+                st,
+                r,
+                row,
+                &self.ranks.of,
+                self.policy.adjuster.as_mut(),
+                feasible,
+            ),
         };
         let Some(best) = best else {
             if self.brief {
                 return Err(PlaceError::NoFit);
             }
-            return Err(failure(r, vs, feasible).into());
+            return Err(failure(r, row, feasible).into());
         };
         let n = st.node(best);
-        let hint = vs[best].hint.as_ref();
+        let hint = row.hint(best);
         let grants = match self.policy.picker.as_deref_mut() {
             Some(picker) => picker.pick(n, r, hint, &mut self.rng),
             None => DefaultPicker.pick(n, r, hint, &mut self.rng),
@@ -275,8 +339,8 @@ impl Placer {
         F: Fn(&Node) -> bool,
     {
         let c = self.evaluate(st, r);
-        let vs = &self.rows[c].verdicts;
-        (0..vs.len()).any(|i| vs[i].ok() && allowed(st.node(i)))
+        let row = &self.rows[c];
+        (0..row.len()).any(|i| row.ok[i] && allowed(st.node(i)))
     }
 
     /// Whether `r` fits on `n`: the placer's filters pass there, so placing
@@ -326,19 +390,39 @@ impl Placer {
     /// Brings the verdict of every node for `r`'s class up to date (from the
     /// cache where the node has not changed) and returns the class's row.
     fn evaluate(&mut self, st: &State, r: &Request) -> usize {
+        self.ranks_for(st);
         let c = self.slot(r, st);
-        let row = &mut self.rows[c].verdicts;
+        let row = &mut self.rows[c];
         let volatile = self.policy.volatile;
-        for (i, v) in row.iter_mut().enumerate() {
+        if !volatile && row.version == st.version() {
+            return c;
+        }
+        row.version = st.version();
+        for i in 0..row.len() {
             // Generations start at 1, so an empty verdict never matches.
             let generation = st.generation(i);
-            if !volatile && v.generation == generation {
+            if !volatile && row.generations[i] == generation {
                 continue;
             }
-            *v = judge(&mut self.policy, st.node(i), r);
-            v.generation = generation;
+            judge(&mut self.policy, st.node(i), r, row, i);
+            row.generations[i] = generation;
         }
         c
+    }
+
+    /// Reads the nodes' ranks if `st` is of another node set than the
+    /// ranks held.
+    fn ranks_for(&mut self, st: &State) {
+        let same = self
+            .ranks
+            .set
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, st.node_set()));
+        if !same || self.ranks.of.len() != st.len() {
+            self.ranks.of.clear();
+            self.ranks.of.extend(st.nodes().map(Node::rank));
+            self.ranks.set = Some(Arc::clone(st.node_set()));
+        }
     }
 
     /// The cache row of `r`'s class, sized for `st` and emptied if it was
@@ -362,9 +446,8 @@ impl Placer {
             .set
             .as_ref()
             .is_some_and(|s| Arc::ptr_eq(s, st.node_set()));
-        if !same_set || row.verdicts.len() != st.len() {
-            row.verdicts.clear();
-            row.verdicts.resize(st.len(), Verdict::default());
+        if !same_set || row.len() != st.len() {
+            row.reset(st.len());
             row.set = Some(Arc::clone(st.node_set()));
         }
         c
@@ -383,34 +466,27 @@ impl fmt::Debug for Placer {
     }
 }
 
-/// Filters and scores one node.
-fn judge(policy: &mut Policy, n: &Node, r: &Request) -> Verdict {
-    if let Err(code) = fits(n, r) {
-        return Verdict {
-            reason: Some(Reason {
-                filter: "fit",
-                code,
-            }),
-            ..Verdict::default()
-        };
-    }
-    for f in &policy.filters {
-        if let Err(why) = f.filter(n, r) {
-            return Verdict {
-                reason: Some(why),
-                ..Verdict::default()
-            };
-        }
-    }
-    let (score, hint) = match policy.scorer.as_deref_mut() {
-        Some(s) => s.score(n, r),
-        None => (0, None),
+/// Filters and scores node `n`, at position `i`, into `row`.
+fn judge(policy: &mut Policy, n: &Node, r: &Request, row: &mut Row, i: usize) {
+    let why = match fits(n, r) {
+        Err(code) => Some(Reason {
+            filter: "fit",
+            code,
+        }),
+        Ok(()) => policy.filters.iter().find_map(|f| f.filter(n, r).err()),
     };
-    Verdict {
-        generation: 0,
-        reason: None,
-        score,
-        hint,
+    let (score, hint) = match (why, policy.scorer.as_deref_mut()) {
+        (None, Some(s)) => s.score(n, r),
+        _ => (0, None),
+    };
+    row.ok[i] = why.is_none();
+    if why.is_some() {
+        row.reasons[i] = why;
+    }
+    row.scores[i] = score;
+    if row.hinted[i] || hint.is_some() {
+        row.hinted[i] = hint.is_some();
+        row.hints[i] = hint;
     }
 }
 
@@ -419,7 +495,8 @@ fn judge(policy: &mut Policy, n: &Node, r: &Request) -> Verdict {
 fn argmax(
     st: &State,
     r: &Request,
-    vs: &[Verdict],
+    row: &Row,
+    ranks: &[i64],
     mut adjuster: Option<&mut Box<dyn Adjuster>>,
     feasible: impl Fn(usize) -> bool,
 ) -> Option<usize> {
@@ -427,18 +504,18 @@ fn argmax(
         a.prepare(st, r);
     }
     let mut best: Option<(usize, i64)> = None;
-    for (i, v) in vs.iter().enumerate() {
+    for i in 0..row.len() {
         if !feasible(i) {
             continue;
         }
-        let mut score = v.score;
+        let mut score = row.scores[i];
         if let Some(a) = adjuster.as_mut() {
-            score = a.adjust(i, st.node(i), r, score, v.hint.as_ref());
+            score = a.adjust(i, st.node(i), r, score, row.hint(i));
         }
         let better = match best {
             None => true,
             Some((b, best_score)) => {
-                score > best_score || (score == best_score && st.node(i).rank() < st.node(b).rank())
+                score > best_score || (score == best_score && ranks[i] < ranks[b])
             }
         };
         if better {
@@ -452,15 +529,15 @@ fn argmax(
 /// but is not allowed counts as ruled out by policy. (Counted in a short
 /// list first: a map update per node was a third of a failed placement's
 /// cost in the Go build.)
-fn failure(r: &Request, vs: &[Verdict], feasible: impl Fn(usize) -> bool) -> Failure {
+fn failure(r: &Request, row: &Row, feasible: impl Fn(usize) -> bool) -> Failure {
     let mut counts: Vec<(Code, usize)> = Vec::new();
-    for (i, v) in vs.iter().enumerate() {
-        let code = match v.reason {
-            Some(why) => why.code,
+    for i in 0..row.len() {
+        let code = match row.reasons[i] {
+            Some(why) if !row.ok[i] => why.code,
             // Not feasible although it passed: `allowed` said no.
-            None if !feasible(i) => Code::Policy,
+            _ if !feasible(i) => Code::Policy,
             // Unreachable: a feasible node means a placement, not a failure.
-            None => continue,
+            _ => continue,
         };
         match counts.iter_mut().find(|(c, _)| *c == code) {
             Some((_, k)) => *k += 1,
@@ -469,7 +546,7 @@ fn failure(r: &Request, vs: &[Verdict], feasible: impl Fn(usize) -> bool) -> Fai
     }
     Failure {
         task: r.task().name.clone(),
-        nodes: vs.len(),
+        nodes: row.len(),
         reasons: counts.into_iter().collect(),
     }
 }
