@@ -3,6 +3,7 @@
 //! on a node. Numbers in a test are always named by the builder method
 //! that takes them.
 
+mod accounting;
 mod bench;
 mod fit;
 mod golden;
