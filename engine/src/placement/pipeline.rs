@@ -82,6 +82,7 @@ impl fmt::Display for Code {
 /// keep one per node in its cache without allocating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reason {
+    /// The name of the filter that said no.
     pub filter: &'static str,
     pub code: Code,
 }
@@ -184,6 +185,7 @@ pub trait Adjuster: Send {
 /// A placement policy: a named set of pipeline stages.
 #[derive(Default)]
 pub struct Policy {
+    /// What reports and errors call the policy.
     pub name: String,
     /// Optional.
     pub rewriter: Option<Box<dyn Rewriter>>,

@@ -24,9 +24,10 @@ pub(super) const MAX_CLASSES: usize = 512;
 /// class, each stamped with the generation of the node it was computed on,
 /// so a placement costs one comparison per unchanged node and a full
 /// evaluation only of the nodes that changed since the same kind of request
-/// was last placed. The cache never changes a result: a verdict is reused
-/// only for the very node state it was computed on (same node set, same
-/// generation).
+/// was last placed (none at all when the State is the very one that class
+/// last saw). The cache never changes a result: a verdict is reused only
+/// for the very node state it was computed on (same node set, same
+/// generation), and a `volatile` policy gets no reuse.
 pub struct Placer {
     policy: Policy,
     rng: Rand,
@@ -45,6 +46,7 @@ pub struct Placer {
     candidates: Vec<usize>,
 }
 
+/// The ranks of the nodes of one node set, by position.
 #[derive(Default)]
 struct Ranks {
     set: Option<Arc<NodeSet>>,
@@ -140,8 +142,11 @@ pub enum PlaceError {
 /// `Code::Policy`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub struct Failure {
+    /// The task's name.
     pub task: String,
+    /// The nodes of the cluster, all ruled out.
     pub nodes: usize,
+    /// How many nodes each reason ruled out; the counts add up to `nodes`.
     pub reasons: BTreeMap<Code, usize>,
 }
 

@@ -3,7 +3,7 @@
 //! list arriving as the fill experiment's seed 42 has it (tune 1.3), under
 //! engine-only stub policies, and a hash of the decisions. The Go build's
 //! twin of it printed, on the same list (hashes of the decisions, which
-//! must match; rates from one 16-core machine, 3 fills each):
+//! must match; rates from a 2-core machine under load, 3 fills each):
 //!
 //!   none:           8300 placed, hash a58f722bad779293,  22,946 placements/s
 //!   least:          8681 placed, hash 6e441e660195944c,  18,626 placements/s
