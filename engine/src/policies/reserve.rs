@@ -24,7 +24,7 @@ use crate::workload::Kind;
 
 /// Moves a placement behind every unpenalised one while keeping the order
 /// among penalised ones (scores stay below 2^41, MIG's included).
-const RESERVE_PENALTY: i64 = 1 << 50;
+pub(super) const RESERVE_PENALTY: i64 = 1 << 50;
 
 /// The largest k-GPU task the reservation plans for.
 const MAX_K: usize = 64;
@@ -45,6 +45,10 @@ pub(super) struct Reserve {
     /// cluster alone, so a placement on an unchanged cluster (a gang's
     /// tasks tried again, a victim search) reuses them.
     version: u64,
+    /// Per node: the generation its contribution was read at (0: none
+    /// yet), apart from the contributions so that the pass that looks for
+    /// changed nodes reads one dense array.
+    generations: Vec<u64>,
     nodes: Vec<Contribution>,
     free_milli: i64,
     /// Per `multi`: the nodes that can host such a task.
@@ -52,8 +56,8 @@ pub(super) struct Reserve {
     /// Every model the cluster has shown, by name. A model stays once seen
     /// (with no free GPU if its nodes are gone), as in the Go build.
     models: BTreeMap<String, ModelFree>,
-    /// Per `multi`: whether its hosts are scarce.
-    scarce: Vec<bool>,
+    /// Bit x: the hosts of `multi[x]` are scarce.
+    scarce: u64,
 
     /// The models the request of the current placement is kept off.
     penalised: Vec<String>,
@@ -83,15 +87,20 @@ struct ModelFree {
     scarce: bool,
 }
 
-/// What one node adds to the totals.
+/// What one node adds to the totals, and what `adjust` needs of it, read
+/// once per change of the node rather than once per placement.
 #[derive(Clone, Default)]
 struct Contribution {
-    /// The node's generation; 0: nothing counted.
-    generation: u64,
+    /// Whether it is counted in the totals.
+    counted: bool,
+    /// GPU milli free.
     free: i64,
     model: Option<ModelRef>,
     /// Bit x: the node can host a task of `multi[x]`.
     hosts: u64,
+    fully_free: i64,
+    cpu_free: i64,
+    mem_free: i64,
 }
 
 impl Reserve {
@@ -138,12 +147,13 @@ impl Reserve {
             .collect();
         Reserve {
             hosts: vec![0; multi.len()],
-            scarce: vec![false; multi.len()],
+            scarce: 0,
             multi,
             factor,
             model_frac,
             set: None,
             version: 0,
+            generations: Vec::new(),
             nodes: Vec::new(),
             free_milli: 0,
             models: BTreeMap::new(),
@@ -158,13 +168,14 @@ impl Reserve {
             .as_ref()
             .is_some_and(|s| Arc::ptr_eq(s, st.node_set()));
         if self.nodes.len() != st.len() {
+            self.generations = vec![0; st.len()];
             self.nodes = vec![Contribution::default(); st.len()];
             self.free_milli = 0;
             self.hosts.fill(0);
             self.models.clear();
         }
         for i in 0..st.len() {
-            let known = self.nodes[i].generation;
+            let known = self.generations[i];
             // Generations are numbered per node set: from another set,
             // every node is new.
             if same_set && known != 0 && known == st.generation(i) {
@@ -175,12 +186,16 @@ impl Reserve {
             let new = self.contribution_of(st.node(i));
             self.add(&new, 1);
             self.nodes[i] = new;
+            self.generations[i] = st.generation(i);
         }
         self.set = Some(Arc::clone(st.node_set()));
         self.version = st.version();
+        self.scarce = 0;
         for (x, m) in self.multi.iter().enumerate() {
             let expected = self.free_milli as f64 / 1000.0 * m.frac / m.k as f64 * self.factor;
-            self.scarce[x] = self.hosts[x] as f64 <= expected;
+            if self.hosts[x] as f64 <= expected {
+                self.scarce |= 1 << x;
+            }
         }
         for (name, model) in &mut self.models {
             let frac = self.model_frac.get(name).copied().unwrap_or(0.0);
@@ -190,24 +205,27 @@ impl Reserve {
     }
 
     fn contribution_of(&self, n: &Node) -> Contribution {
-        let free = i64::from(n.fully_free_gpus());
+        let fully_free = i64::from(n.fully_free_gpus());
         let mut hosts = 0;
         for (x, m) in self.multi.iter().enumerate() {
-            if m.hosted(free, n.cpu_free(), n.mem_free()) {
+            if m.hosted(fully_free, n.cpu_free(), n.mem_free()) {
                 hosts |= 1 << x;
             }
         }
         Contribution {
-            generation: n.generation(),
+            counted: true,
             free: i64::from(n.gpu_free_milli()),
             model: n.model_ref().cloned(),
             hosts,
+            fully_free,
+            cpu_free: n.cpu_free(),
+            mem_free: n.mem_free(),
         }
     }
 
     /// Adds (`sign` 1) or removes (-1) a node's contribution to the totals.
     fn add(&mut self, c: &Contribution, sign: i64) {
-        if c.generation == 0 {
+        if !c.counted {
             return;
         }
         self.free_milli += sign * c.free;
@@ -261,20 +279,32 @@ impl Adjuster for Reserve {
         }
     }
 
-    fn adjust(&mut self, _i: usize, n: &Node, r: &Request, score: i64, hint: Option<&Hint>) -> i64 {
-        if let Some(m) = n.model()
+    /// Reads node `i` from what `prepare` kept of it (the placer calls
+    /// `prepare` on the same State first): a pass over a dense array
+    /// instead of over 1,213 nodes scattered in memory.
+    fn adjust(&mut self, i: usize, n: &Node, r: &Request, score: i64, hint: Option<&Hint>) -> i64 {
+        debug_assert_eq!(
+            self.generations[i],
+            n.generation(),
+            "adjust on a State prepare did not see"
+        );
+        let c = &self.nodes[i];
+        if !self.penalised.is_empty()
+            && let Some(m) = &c.model
             && self.penalised.contains(&m.name)
         {
             return score - RESERVE_PENALTY;
         }
-        if !self.scarce.contains(&true) {
+        // The scarce sizes this node can host now: taking it below one of
+        // them is penalised.
+        let at_stake = c.hosts & self.scarce;
+        if at_stake == 0 {
             return score;
         }
-        let free = i64::from(n.fully_free_gpus());
-        let after = free - takes_free(n, r, hint);
-        let (cpu, mem) = (n.cpu_free() - r.cpu_milli(), n.mem_free() - r.mem_mib());
-        for (m, &scarce) in self.multi.iter().zip(&self.scarce) {
-            if scarce && m.hosted(free, n.cpu_free(), n.mem_free()) && !m.hosted(after, cpu, mem) {
+        let after = c.fully_free - takes_free(n, r, hint);
+        let (cpu, mem) = (c.cpu_free - r.cpu_milli(), c.mem_free - r.mem_mib());
+        for (x, m) in self.multi.iter().enumerate() {
+            if at_stake & (1 << x) != 0 && !m.hosted(after, cpu, mem) {
                 return score - RESERVE_PENALTY;
             }
         }
