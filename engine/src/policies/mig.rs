@@ -17,14 +17,14 @@ use crate::gpu::{Layout, MEMORY_SLICES, Model, Placement};
 use crate::placement::{Hint, Request, slices_for};
 
 /// Every MIG score is at least this: above every other score of partita.
-const MIG_BAND: i64 = 1_000_000_000_000;
-const MIG_EXISTING: i64 = 10_000_000_000;
+pub(super) const MIG_BAND: i64 = 1_000_000_000_000;
+pub(super) const MIG_EXISTING: i64 = 10_000_000_000;
 const MIG_BUSY_GPU: i64 = 1_000_000_000;
 const MIG_BUSY_NODE: i64 = 100_000_000;
 /// Per MIG GPU on the node (counted up to 64).
 const MIG_NODE_UNIT: i64 = 1_000_000;
 /// Per maximal layout still reachable (at most about 80 per model).
-const MIG_FLEX_UNIT: i64 = 1_000;
+pub(super) const MIG_FLEX_UNIT: i64 = 1_000;
 /// Per memory slice taken.
 const MIG_TIGHT_UNIT: i64 = 10;
 

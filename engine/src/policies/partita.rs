@@ -171,7 +171,7 @@ fn most_frequent(by: &BTreeMap<i64, f64>, lo: i64, hi: i64) -> i64 {
 
 /// The most frequent share that fits twice but not three times on a GPU
 /// (470 in the Alibaba lists), or 0.
-fn pairing_share(d: &Distribution) -> i64 {
+pub(super) fn pairing_share(d: &Distribution) -> i64 {
     most_frequent(&shares_by_milli(d), 1000 / 3, 500)
 }
 

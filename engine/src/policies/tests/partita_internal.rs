@@ -1,5 +1,5 @@
 use crate::frag::{self, Distribution, Shape};
-use crate::policies::partita::{horizon_for, room_horizons, sliver_of};
+use crate::policies::partita::{horizon_for, pairing_share, room_horizons, sliver_of};
 
 fn mix_of(counts: &[(Shape, usize)]) -> Distribution {
     let mut shapes = Vec::new();
@@ -122,4 +122,14 @@ fn room_horizons_and_sliver_without_the_shares_they_need() {
     // such rooms do not outnumber their fillers.
     let d = mix_of(&[(one_gpu(810), 4), (one_gpu(160), 4), (one_gpu(470), 1)]);
     assert_eq!(sliver_of(&d), 0);
+}
+
+/// Of two shares as frequent, the larger pairs: the Go build's map walk
+/// breaks the tie so, whatever its order.
+#[test]
+fn pairing_share_ties_go_to_the_larger() {
+    let d = mix_of(&[(one_gpu(400), 2), (one_gpu(470), 2), (one_gpu(1000), 1)]);
+    assert_eq!(pairing_share(&d), 470);
+    let d = mix_of(&[(one_gpu(450), 3), (one_gpu(350), 3), (one_gpu(1000), 1)]);
+    assert_eq!(pairing_share(&d), 450);
 }

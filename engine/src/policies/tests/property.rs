@@ -311,3 +311,61 @@ fn random_depends_on_the_seed() {
         "seeds 42 and 43 gave the same 100 placements; the seed is not used"
     );
 }
+
+/// FNV-1a, 64 bits: Go's `hash/fnv` `New64a`.
+fn fnv1a64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in data {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Every policy over the mixed world (MIG instances, memory profiles,
+/// models, releases), against what the Go build does: testdata/golden.txt
+/// holds, per policy and seed, a hash of the outcome lines and the count
+/// of tasks placed, written by testdata/golden_gen_test.go.txt (whose
+/// comment says how to get the lines themselves to diff).
+#[test]
+fn placements_match_the_go_build() {
+    let golden = include_str!("../testdata/golden.txt");
+    let mut checked = 0;
+    for line in golden.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let [name, seed, hash, placed] = fields[..] else {
+            panic!("golden.txt: bad line {line:?}");
+        };
+        let seed: i64 = seed.parse().expect("a seed");
+        let stream = random_stream(seed, 600);
+        let st = mixed_world(seed);
+        let p = Placer::new(
+            must_policy(name, config_for(&st, &stream[..300])),
+            Rand::new(seed),
+        );
+        let mut r = Run {
+            st,
+            p,
+            running: Vec::new(),
+        };
+        let mut rng = Rand::new(seed + 100);
+        let (mut lines, mut count) = (String::new(), 0);
+        for (i, t) in stream.iter().enumerate() {
+            let (release, victim) = (rng.float64(), rng.next_u64() >> 1);
+            let step = r.step(t.clone(), release, victim);
+            if !step.contains("error:") {
+                count += 1;
+            }
+            lines.push_str(&format!("{i} {step}\n"));
+        }
+        let got = format!("{:016x} {count}", fnv1a64(lines.as_bytes()));
+        assert_eq!(
+            got,
+            format!("{hash} {placed}"),
+            "{name}, seed {seed}: placements differ from the Go build's; the first ones:\n{}",
+            lines.lines().take(5).collect::<Vec<_>>().join("\n")
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 32, "golden.txt: 8 policies × 4 seeds");
+}
