@@ -29,6 +29,10 @@ pub(super) const RESERVE_PENALTY: i64 = 1 << 50;
 /// The largest k-GPU task the reservation plans for.
 const MAX_K: usize = 64;
 
+/// Partita's adjuster: see the module documentation. Built once per policy
+/// from the request distribution; `prepare` brings its view of the cluster
+/// up to date before each placement, `adjust` penalises the placements
+/// that would take what it keeps.
 pub(super) struct Reserve {
     /// The k-GPU tasks of the request distribution, k ≥ 2, ascending.
     multi: Vec<Multi>,
@@ -81,6 +85,8 @@ impl Multi {
     }
 }
 
+/// What the cluster has free of one model, and whether that is no more
+/// than the tasks constrained to the model are expected to ask.
 #[derive(Default)]
 struct ModelFree {
     milli: i64,
@@ -104,6 +110,9 @@ struct Contribution {
 }
 
 impl Reserve {
+    /// The reservation for the request distribution `shapes` (model names
+    /// as `canonical` maps them), keeping `factor` times the expected
+    /// demand.
     pub(super) fn new(shapes: &[Shape], factor: f64, canonical: fn(&str) -> String) -> Reserve {
         #[derive(Default)]
         struct Sums {
