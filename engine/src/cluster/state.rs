@@ -270,6 +270,14 @@ impl State {
         self.slot(i).generation
     }
 
+    /// Every node's generation, in order: `generation(i)` for each `i`,
+    /// read chunk by chunk (a pass over every node asking which changed).
+    pub fn generations(&self) -> impl Iterator<Item = u64> + '_ {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.iter().map(|s| s.generation))
+    }
+
     /// Every node, in order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.chunks.iter().flat_map(|c| c.iter().map(|s| &*s.node))

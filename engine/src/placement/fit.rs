@@ -2,7 +2,7 @@
 //! share with it.
 
 use crate::cluster::{Gpu, Node};
-use crate::gpu::{Placement, Profile, starts_of};
+use crate::gpu::{Model, Placement, Profile, starts_of};
 use crate::workload::Kind;
 
 use super::{Code, Filter, Reason, Request};
@@ -18,10 +18,15 @@ pub(super) struct Unit<'g> {
 /// What `r` needs on GPU `g`, or a code saying why `g` cannot serve it
 /// whatever its load.
 pub(super) fn unit_for<'g>(r: &Request, g: &'g Gpu) -> Result<Unit<'g>, Code> {
-    let model = g.model();
-    if !r.allows_model(model) {
+    if !r.allows_model(g.model()) {
         return Err(Code::Model);
     }
+    unit_of_allowed(r, g)
+}
+
+/// `unit_for` on a GPU whose model the request allows.
+fn unit_of_allowed<'g>(r: &Request, g: &'g Gpu) -> Result<Unit<'g>, Code> {
+    let model = g.model();
     let share = |milli| {
         Ok(Unit {
             milli,
@@ -130,8 +135,23 @@ pub(super) fn fits(n: &Node, r: &Request) -> Result<(), Code> {
     // The reason given is the last GPU's: a GPU of the wrong kind says so,
     // one of the right kind with no room says it has none.
     let (mut found, mut why) = (0, Code::Gpu);
+    // A node's GPUs are mostly of one model: whether the request allows it
+    // (a comparison of names) is asked once per model met, not per GPU.
+    let mut last: Option<(&Model, bool)> = None;
     for g in n.gpus() {
-        let u = match unit_for(r, g) {
+        let allowed = match last {
+            Some((m, allowed)) if std::ptr::eq(m, g.model()) => allowed,
+            _ => {
+                let allowed = r.allows_model(g.model());
+                last = Some((g.model(), allowed));
+                allowed
+            }
+        };
+        if !allowed {
+            why = Code::Model;
+            continue;
+        }
+        let u = match unit_of_allowed(r, g) {
             Ok(u) => u,
             Err(code) => {
                 why = code;
