@@ -444,13 +444,15 @@ impl Placer {
         // The nodes that changed since the row was last brought up to
         // date, found in one pass over the dense generations, then judged.
         // Generations start at 1, so an empty verdict never matches.
-        self.changed.clear();
-        for (i, (generation, cached)) in st.generations().zip(&mut row.generations).enumerate() {
-            if *cached != generation {
-                *cached = generation;
-                self.changed.push(i);
+        let changed = &mut self.changed;
+        changed.clear();
+        let cached = &mut row.generations;
+        st.for_each_generation(|i, generation| {
+            if cached[i] != generation {
+                cached[i] = generation;
+                changed.push(i);
             }
-        }
+        });
         for &i in &self.changed {
             judge(&mut self.policy, st.node(i), r, row, i);
         }
@@ -577,20 +579,23 @@ fn argmax(
 /// row's dense arrays that keeps the best node's score and rank at hand
 /// (this pass is a fifth of a cheap policy's placement).
 fn best_unadjusted(row: &Row, ranks: &[i64], feasible: impl Fn(usize) -> bool) -> Option<usize> {
-    let mut best: Option<usize> = None;
+    // The comparisons are combined with `&` and `|`, not `&&` and `||`,
+    // so that they compile to flags and conditional moves: which node
+    // wins a tie is as good as random, and a branch on it was mispredicted
+    // half the time.
+    let (mut found, mut best) = (false, 0);
     let (mut best_score, mut best_rank) = (0, 0);
     let nodes = row.ok.iter().zip(&row.scores).zip(ranks).enumerate();
     for (i, ((&ok, &score), &rank)) in nodes {
-        if !ok || !feasible(i) {
-            continue;
-        }
-        if best.is_none() || score > best_score || (score == best_score && rank < best_rank) {
-            best = Some(i);
+        let beats = !found | (score > best_score) | ((score == best_score) & (rank < best_rank));
+        if ok & beats && feasible(i) {
+            found = true;
+            best = i;
             best_score = score;
             best_rank = rank;
         }
     }
-    best
+    found.then_some(best)
 }
 
 /// Counts the reasons nodes were ruled out; a node that passed the filters

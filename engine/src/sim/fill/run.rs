@@ -68,8 +68,13 @@ pub fn run(input: &Input, opt: &Options) -> Result<RunResult, FillError> {
     cfg.shapes = input.shapes.clone();
     cfg.canonical = Some(arrivals::canonical);
     let policy = policies::new(&opt.policy, cfg).map_err(FillError::Policy)?;
+    let mut placer = Placer::new(policy, rng);
+    // A pod that fits nowhere is only counted, so the placer need not say
+    // why each node refused it (a tenth of k8s-default's run, which drops
+    // many).
+    placer.set_brief_failures(true);
     let mut world = World {
-        placer: Placer::new(policy, rng),
+        placer,
         typical: &input.typical,
         total: cluster_milli,
         node_frag: vec![0.0; st.len()],
