@@ -18,6 +18,7 @@ seconds="${FUZZ_SECONDS:-30}"
 targets=(
     "trace_nodes engine/src/trace/testdata/nodes_*.csv engine/src/trace/testdata/bad/nodes_*.csv"
     "trace_pods engine/src/trace/testdata/pods_*.csv engine/src/trace/testdata/bad/pods_*.csv"
+    "mig_layout fuzz/seeds/mig_layout/*"
 )
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

@@ -126,3 +126,44 @@ fn without_pod_lines(mut pods: Vec<Pod>) -> Vec<Pod> {
     }
     pods
 }
+
+/// Fuzzes the MIG layout parser and the geometry that reads layouts, as
+/// the Go build's FuzzParseLayout and FuzzValidate do: any text gives a
+/// layout or an error; an accepted layout reads the same once written
+/// back; on every MIG model, `validate` answers without panicking, a
+/// layout it accepts has every instance inside the GPU and no two
+/// overlapping, and each place `free_placements` offers keeps the layout
+/// valid.
+pub fn check_mig_layout(data: &[u8]) {
+    use partita_engine::gpu::{self, Layout, MEMORY_SLICES};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(layout) = Layout::parse(text) else {
+        return;
+    };
+    let again = Layout::parse(&layout.to_string())
+        .unwrap_or_else(|e| panic!("{text:?} parsed as {layout}, which does not parse: {e}"));
+    assert_eq!(again, layout, "{text:?}: round trip");
+    for m in gpu::catalog().iter().filter(|m| m.mig) {
+        if m.validate(&layout).is_err() {
+            continue;
+        }
+        let mut used = 0u8;
+        for pl in layout.iter() {
+            let p = m.profile(&pl.profile).expect("a valid layout's profiles exist");
+            assert!(pl.start >= 0 && pl.start + p.memory <= MEMORY_SLICES, "{layout} on {}: outside the GPU", m.name);
+            let mask = p.mask(pl.start);
+            assert_eq!(used & mask, 0, "{layout} on {}: instances overlap", m.name);
+            used |= mask;
+        }
+        for p in &m.profiles {
+            let places = m.free_placements(&layout, &p.name).expect("a valid layout and a known profile");
+            for pl in places {
+                let mut grown = layout.clone();
+                grown.push(pl.clone());
+                assert!(m.validate(&grown).is_ok(), "{pl} offered beside {layout} on {} breaks it", m.name);
+            }
+        }
+    }
+}
