@@ -8,6 +8,7 @@ pub mod gpu;
 pub mod numfmt;
 pub mod placement;
 pub mod policies;
+pub mod quote;
 pub mod random;
 pub mod sim;
 pub mod svgchart;

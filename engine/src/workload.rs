@@ -15,8 +15,8 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
-use crate::gpu::gofmt::quote;
 use crate::numfmt::format_g;
+use crate::quote::quote;
 
 /// A priority class. Higher classes are ordered first and may preempt
 /// lower ones. The order of the variants is the order of the classes.

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail};
 use partita_engine::gpu::{self, Layout, Model, ModelRef, Placement};
+use partita_engine::quote::quote;
 use serde::Serialize;
 use tabwriter::TabWriter;
 
@@ -265,7 +266,7 @@ pub fn run_fit(args: &MigFitArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 pub fn fit(m: &Model, used_text: &str, want: &str) -> anyhow::Result<FitResult> {
     let used = Layout::parse(used_text).map_err(|e| anyhow!("--used: {e}"))?;
     m.validate(&used)
-        .map_err(|e| anyhow!("--used {}: {e}", go_quote(used_text)))?;
+        .map_err(|e| anyhow!("--used {}: {e}", quote(used_text)))?;
     let p = m.profile(want).map_err(|e| anyhow!("--want: {e}"))?;
     let placements = m.free_placements(&used, &p.name)?;
     let mut res = FitResult {
@@ -351,23 +352,18 @@ fn mig_model(name: &str) -> anyhow::Result<ModelRef> {
     if !m.known {
         bail!(
             "--gpu: unknown GPU model {} (MIG models: {})",
-            go_quote(&m.name),
+            quote(&m.name),
             mig_names.join(", ")
         );
     }
     if !m.mig {
         bail!(
             "--gpu: model {} does not support MIG (MIG models: {})",
-            go_quote(&m.name),
+            quote(&m.name),
             mig_names.join(", ")
         );
     }
     Ok(m)
-}
-
-/// Go's `%q` of a flag value, as the Go build quotes it in messages.
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
 /// A table as Go's `tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)` writes it.

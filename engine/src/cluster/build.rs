@@ -234,8 +234,8 @@ fn check_gpu<'a>(
             return Err(format!(
                 "instance {} held by {}, tasks say {}",
                 s.placement,
-                gpu::gofmt::quote(holds),
-                gpu::gofmt::quote(says)
+                crate::quote::quote(holds),
+                crate::quote::quote(says)
             ));
         }
     }

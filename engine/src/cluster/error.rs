@@ -1,7 +1,7 @@
 use thiserror::Error;
 
-use crate::gpu::gofmt::quote;
 use crate::gpu::{GpuError, Placement};
+use crate::quote::quote;
 
 /// Why a change to the cluster, or the building of one, is refused. The
 /// texts are the Go build's, word for word.

@@ -1,8 +1,8 @@
 use thiserror::Error;
 
-use super::gofmt::quote;
 use super::{COMPUTE_SLICES, MEMORY_SLICES, Placement};
 use crate::numfmt::format_g;
+use crate::quote::quote;
 
 /// Why a question about GPU models, MIG profiles or layouts has no answer.
 /// The texts are the Go build's, word for word.

@@ -11,7 +11,6 @@
 mod catalog;
 mod error;
 mod geometry;
-pub(crate) mod gofmt;
 mod layout;
 mod model;
 

@@ -1,4 +1,5 @@
 use crate::placement::Policy;
+use crate::quote::quote;
 
 use super::{
     Config, best_fit, dot_product, fgd, gpu_clustering, gpu_packing, k8s_default, partita, random,
@@ -21,7 +22,7 @@ const NAMES: [&str; 8] = [
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     /// No policy has the name.
-    #[error("unknown policy {} (known: {})", go_quote(.0), NAMES.join(", "))]
+    #[error("unknown policy {} (known: {})", quote(.0), NAMES.join(", "))]
     Unknown(String),
     /// dot-product and best-fit scale by the largest node.
     #[error("policy {0}: needs NormCPU and NormGPU (policies.ConfigFor sets them)")]
@@ -57,30 +58,4 @@ pub(super) fn need_norms(name: &'static str, c: &Config) -> Result<(), PolicyErr
         return Err(PolicyError::NeedsNorms(name));
     }
     Ok(())
-}
-
-/// Go's `%q` of a name: double quotes, with `"` and `\` escaped and
-/// ASCII control characters written as Go writes them. Other characters
-/// are kept as they are (Go also escapes the rare non-printable ones
-/// beyond ASCII; a policy name never holds one).
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c.is_ascii_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

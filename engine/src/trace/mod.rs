@@ -25,15 +25,15 @@
 mod csv;
 #[cfg(test)]
 mod invariants;
-mod isprint;
 mod nodes;
 mod pods;
-mod quote;
 mod table;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
+
+use crate::quote::go_quote;
 
 pub use nodes::{parse_nodes, read_nodes};
 pub use pods::{parse_pods, read_pods};
@@ -124,9 +124,9 @@ impl fmt::Display for ParseError {
         let shown = if self.value.len() > MAX_SHOWN_VALUE {
             let mut v = self.value[..MAX_SHOWN_VALUE - 3].to_vec();
             v.extend_from_slice(b"...");
-            quote::go_quote(&v)
+            go_quote(&v)
         } else {
-            quote::go_quote(&self.value)
+            go_quote(&self.value)
         };
         write!(f, ": column {column}: {shown}: {}", self.cause)
     }
@@ -149,7 +149,7 @@ pub enum Cause {
     #[error("empty file: no header row")]
     NoHeader,
     /// A header name appears twice; fields are 1-based.
-    #[error("duplicate column {} (fields {first} and {second})", quote::go_quote(.name))]
+    #[error("duplicate column {} (fields {first} and {second})", go_quote(.name))]
     DuplicateColumn {
         name: Vec<u8>,
         first: usize,
@@ -212,6 +212,6 @@ pub enum Cause {
 
 /// The names, each in Go's `%q` quotes, joined by ", ".
 fn quoted_list(names: &[Vec<u8>]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| quote::go_quote(n)).collect();
+    let quoted: Vec<String> = names.iter().map(|n| go_quote(n)).collect();
     quoted.join(", ")
 }

@@ -1,14 +1,23 @@
-//! Go's `strconv.Quote` (the `%q` verb on a string), so that error texts
-//! quote a cell exactly as the Go build's do, invalid UTF-8 included.
+//! Go's `strconv.Quote` (the `%q` verb on a string): error texts name a
+//! value in quotes exactly as the Go build's do (Rust's `{:?}` spells some
+//! characters differently, `"\u{1}"` for `"\x01"`), invalid UTF-8
+//! included. The one place the engine and the application quote a value.
 
 use std::fmt::Write;
 
-use super::isprint::{IS_NOT_PRINT16, IS_NOT_PRINT32, IS_PRINT16, IS_PRINT32};
+mod isprint;
+
+use isprint::{IS_NOT_PRINT16, IS_NOT_PRINT32, IS_PRINT16, IS_PRINT32};
+
+/// `s` quoted as Go's `%q` writes it.
+pub fn quote(s: &str) -> String {
+    go_quote(s.as_bytes())
+}
 
 /// `s` in double quotes with Go's escapes: `\"`, `\\`, the C escapes,
 /// `\xNN` for other control bytes and for bytes that are not valid UTF-8,
 /// `\uNNNN` or `\UNNNNNNNN` for runes that are not printable.
-pub(crate) fn go_quote(s: &[u8]) -> String {
+pub fn go_quote(s: &[u8]) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for chunk in s.utf8_chunks() {
