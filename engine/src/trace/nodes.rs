@@ -1,9 +1,8 @@
 //! The node lists: openb_node_list_*.csv.
 
-use std::collections::HashMap;
 use std::io::Read;
 
-use super::table::{Column, Table};
+use super::table::{Column, Table, parse_rows, read_all};
 use super::{Cause, Node, ParseError};
 
 // Column ids: indexes into NODE_COLUMNS.
@@ -38,16 +37,8 @@ static NODE_COLUMNS: [Column; 5] = [
 
 /// Reads a node list from `r`, in file order; `file` names the input in
 /// errors. See [`parse_nodes`].
-pub fn read_nodes(mut r: impl Read, file: &str) -> Result<Vec<Node>, ParseError> {
-    let mut data = Vec::new();
-    r.read_to_end(&mut data).map_err(|e| ParseError {
-        file: file.to_string(),
-        line: 0,
-        column: None,
-        value: Vec::new(),
-        cause: Cause::Read(e),
-    })?;
-    parse_nodes(&data, file)
+pub fn read_nodes(r: impl Read, file: &str) -> Result<Vec<Node>, ParseError> {
+    parse_nodes(read_all(r, file)?, file)
 }
 
 /// Parses a node list (the file's bytes, or its text), in file order;
@@ -55,19 +46,9 @@ pub fn read_nodes(mut r: impl Read, file: &str) -> Result<Vec<Node>, ParseError>
 /// numbers and unique non-empty names, a node with GPUs must name its model
 /// and one without must not.
 pub fn parse_nodes(data: impl AsRef<[u8]>, file: &str) -> Result<Vec<Node>, ParseError> {
-    let mut t = Table::new(data.as_ref(), file, &NODE_COLUMNS)?;
-    let mut nodes = Vec::with_capacity(t.rows_hint);
-    // Only looked up, never iterated: the order of the result is the file's.
-    let mut seen: HashMap<String, usize> = HashMap::with_capacity(t.rows_hint);
-    while t.next()? {
-        let n = parse_node(&t)?;
-        if let Some(&first) = seen.get(&n.name) {
-            return Err(t.cell_error(SN, Cause::DuplicateName { first }));
-        }
-        seen.insert(n.name.clone(), n.line);
-        nodes.push(n);
-    }
-    Ok(nodes)
+    parse_rows(data.as_ref(), file, &NODE_COLUMNS, SN, parse_node, |n| {
+        (&n.name, n.line)
+    })
 }
 
 fn parse_node(t: &Table) -> Result<Node, ParseError> {

@@ -1,10 +1,10 @@
 //! The pod lists: openb_pod_list_*.csv.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::io::Read;
 
 use super::nodes::{is_nan, name};
-use super::table::{Column, Table, check_text};
+use super::table::{Column, Table, check_text, parse_rows, read_all};
 use super::{Cause, ParseError, Pod};
 
 // Column ids: indexes into POD_COLUMNS.
@@ -54,16 +54,8 @@ const FULL_GPU: i64 = 1000;
 
 /// Reads a pod list from `r`, in file order; `file` names the input in
 /// errors. See [`parse_pods`].
-pub fn read_pods(mut r: impl Read, file: &str) -> Result<Vec<Pod>, ParseError> {
-    let mut data = Vec::new();
-    r.read_to_end(&mut data).map_err(|e| ParseError {
-        file: file.to_string(),
-        line: 0,
-        column: None,
-        value: Vec::new(),
-        cause: Cause::Read(e),
-    })?;
-    parse_pods(&data, file)
+pub fn read_pods(r: impl Read, file: &str) -> Result<Vec<Pod>, ParseError> {
+    parse_pods(read_all(r, file)?, file)
 }
 
 /// Parses a pod list (the file's bytes, or its text), in file order;
@@ -72,19 +64,9 @@ pub fn read_pods(mut r: impl Read, file: &str) -> Result<Vec<Pod>, ParseError> {
 /// of the trace's three shapes: no GPU (0, 0), a share of one GPU
 /// (1, 1..=1000), or several whole GPUs (n, 1000).
 pub fn parse_pods(data: impl AsRef<[u8]>, file: &str) -> Result<Vec<Pod>, ParseError> {
-    let mut t = Table::new(data.as_ref(), file, &POD_COLUMNS)?;
-    let mut pods = Vec::with_capacity(t.rows_hint);
-    // Only looked up, never iterated: the order of the result is the file's.
-    let mut seen: HashMap<String, usize> = HashMap::with_capacity(t.rows_hint);
-    while t.next()? {
-        let p = parse_pod(&t)?;
-        if let Some(&first) = seen.get(&p.name) {
-            return Err(t.cell_error(NAME, Cause::DuplicateName { first }));
-        }
-        seen.insert(p.name.clone(), p.line);
-        pods.push(p);
-    }
-    Ok(pods)
+    parse_rows(data.as_ref(), file, &POD_COLUMNS, NAME, parse_pod, |p| {
+        (&p.name, p.line)
+    })
 }
 
 fn parse_pod(t: &Table) -> Result<Pod, ParseError> {

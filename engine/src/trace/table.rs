@@ -3,7 +3,8 @@
 //! bookkeeping so that every error the row parsers build carries the file,
 //! line and column.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 
 use super::csv;
 use super::{Cause, ParseError};
@@ -280,4 +281,45 @@ pub(super) fn parse_count(s: &[u8]) -> Result<i64, Cause> {
         return Err(Cause::OutOfRange);
     }
     Ok(n)
+}
+
+/// All of `r`, read for the list named `file`; a read error becomes that
+/// list's error.
+pub(super) fn read_all(mut r: impl Read, file: &str) -> Result<Vec<u8>, ParseError> {
+    let mut data = Vec::new();
+    r.read_to_end(&mut data).map_err(|e| ParseError {
+        file: file.to_string(),
+        line: 0,
+        column: None,
+        value: Vec::new(),
+        cause: Cause::Read(e),
+    })?;
+    Ok(data)
+}
+
+/// The rows of a list with `columns`, each read by `row`, in file order.
+/// No two rows may share a name: `name` gives a row's name and line, and
+/// a second use of a name is an error in column `name_column`.
+pub(super) fn parse_rows<T>(
+    data: &[u8],
+    file: &str,
+    columns: &'static [Column],
+    name_column: usize,
+    row: impl Fn(&Table) -> Result<T, ParseError>,
+    name: impl Fn(&T) -> (&str, usize),
+) -> Result<Vec<T>, ParseError> {
+    let mut t = Table::new(data, file, columns)?;
+    let mut rows = Vec::with_capacity(t.rows_hint);
+    // Only looked up, never iterated: the order of the result is the file's.
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(t.rows_hint);
+    while t.next()? {
+        let r = row(&t)?;
+        let (n, line) = name(&r);
+        if let Some(&first) = seen.get(n) {
+            return Err(t.cell_error(name_column, Cause::DuplicateName { first }));
+        }
+        seen.insert(n.to_string(), line);
+        rows.push(r);
+    }
+    Ok(rows)
 }
