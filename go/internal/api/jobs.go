@@ -185,7 +185,7 @@ type JobPreview struct {
 
 // PreviewOption is what one task would take on GPUs of one model: a MIG
 // profile (picked as the engine picks it: the smallest that holds the
-// peak memory with 10% headroom and the compute share), a share of a GPU
+// peak memory with 5% headroom and the compute share), a share of a GPU
 // with MIG off, or whole GPUs on one node. Fits is false, with Note
 // saying why, when no GPU of the model can ever hold the task.
 type PreviewOption struct {

@@ -60,7 +60,7 @@ func TestWebhookPatchesMemoryPods(t *testing.T) {
 		}
 		return out.Response
 	}
-	// 12 GiB plus 10% headroom needs the 2 memory slices of a 1g.20gb.
+	// 12 GiB plus 5% headroom needs the 2 memory slices of a 1g.20gb.
 	resp := review(pod("p").ann(AnnotationGPUMemory, "12Gi").obj())
 	patch := string(resp.Patch)
 	for _, want := range []string{

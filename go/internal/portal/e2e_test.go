@@ -283,7 +283,7 @@ func TestPortalInTheBrowser(t *testing.T) {
 	lead.signIn(e.tokens["lead-s"])
 
 	// The preview shows the slice Partita would pick for a memory profile
-	// (16 GiB + 10% headroom: 2g.20gb on an H100) and whole GPUs for a
+	// (16 GiB + 5% headroom: 2g.20gb on an H100) and whole GPUs for a
 	// count.
 	lead.open("/submit")
 	lead.waitJS("the submit form", `!!document.querySelector("#submit-form")`)

@@ -46,6 +46,19 @@ type Profile struct {
 	CPUMilli      int64
 	HostMemoryMiB int64
 	Derivation    Derivation
+	// Measured lists processes of the profile's model measured on real
+	// hardware, each beside what the derivation gives for the
+	// configuration measured.
+	Measured []Measurement
+}
+
+// Measurement is what one process really held on a real GPU: the caching
+// allocator's reserved memory plus the CUDA context, at its peak.
+type Measurement struct {
+	Where      string // the GPU, driver, software, date and source
+	Config     string // what ran, and how it differs from the profile
+	HeldMiB    int64  // measured
+	DerivedMiB int64  // the derivation, for the configuration measured
 }
 
 // Derivation shows where PeakMemoryMiB comes from.
@@ -112,6 +125,7 @@ func Names() []string {
 // clone copies the terms so that callers cannot change the catalog.
 func (p Profile) clone() Profile {
 	p.Derivation.Terms = slices.Clone(p.Derivation.Terms)
+	p.Measured = slices.Clone(p.Measured)
 	return p
 }
 

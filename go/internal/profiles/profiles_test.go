@@ -15,15 +15,15 @@ import (
 // profiles. Every catalog entry must be listed, so a new profile comes with
 // its expectation.
 var expectedOnH100 = map[string]string{
-	"embed-335m":           "1g.10gb", // 1,791 MiB × 1.1 fits 10 GB; 0.10 compute fits one slice
-	"recsys-dlrm":          "1g.10gb", // 6,259 MiB × 1.1 = 6,885
-	"notebook-small":       "1g.10gb", // 7,344 MiB × 1.1 = 8,078
-	"speech-whisper-large": "1g.20gb", // 10,643 MiB × 1.1 = 11,707: two memory slices, one compute slice
+	"embed-335m":           "1g.10gb", // 1,818 MiB × 1.05 fits 10 GB; 0.10 compute fits one slice
+	"recsys-dlrm":          "1g.10gb", // 6,401 MiB × 1.05 = 6,722
+	"notebook-small":       "1g.10gb", // 7,515 MiB × 1.05 = 7,891
+	"speech-whisper-large": "1g.20gb", // 10,900 MiB × 1.05 = 11,445: two memory slices, one compute slice
 	"rerank-568m":          "2g.20gb", // memory fits 1g.10gb; 0.25 compute needs two slices
-	"llm-8b-fp8":           "2g.20gb", // 13,547 MiB × 1.1 = 14,902 and 0.25 compute
-	"diffusion-sdxl":       "3g.40gb", // 12,566 MiB fits 20 GB, but 0.40 compute needs three slices
-	"llm-7b-bf16":          "3g.40gb", // 31,032 MiB × 1.1 = 34,135
-	"llm-13b-bf16":         "7g.80gb", // 52,226 MiB × 1.1 = 57,449
+	"llm-8b-fp8":           "2g.20gb", // 13,879 MiB × 1.05 = 14,573 and 0.25 compute
+	"diffusion-sdxl":       "3g.40gb", // 12,873 MiB fits 20 GB, but 0.40 compute needs three slices
+	"llm-7b-bf16":          "3g.40gb", // 31,819 MiB × 1.05 = 33,410
+	"llm-13b-bf16":         "7g.80gb", // 53,564 MiB × 1.05 = 56,243
 	"llm-70b-bf16":         "4 whole", // tensor-parallel over 4 GPUs
 	"lora-ft-7b":           "1 whole",
 	"full-ft-7b":           "8 whole",
@@ -163,9 +163,9 @@ func TestDemand(t *testing.T) {
 		want    workload.Demand
 	}{
 		{"inference asks for its memory profile", "llm-7b-bf16", nil,
-			workload.Demand{Kind: workload.MemoryProfile, PeakMemoryMiB: 31032, Compute: 0.40}},
+			workload.Demand{Kind: workload.MemoryProfile, PeakMemoryMiB: 31819, Compute: 0.40}},
 		{"inference keeps the allowed models", "embed-335m", []string{"H100-80GB"},
-			workload.Demand{Kind: workload.MemoryProfile, PeakMemoryMiB: 1791, Compute: 0.10, Models: []string{"H100-80GB"}}},
+			workload.Demand{Kind: workload.MemoryProfile, PeakMemoryMiB: 1818, Compute: 0.10, Models: []string{"H100-80GB"}}},
 		{"inference over several GPUs asks for whole GPUs", "llm-70b-bf16", nil,
 			workload.Demand{Kind: workload.WholeGPUs, Count: 4}},
 		{"training asks for whole GPUs", "full-ft-7b", []string{"H100-80GB", "H200-141GB"},
@@ -222,7 +222,7 @@ func TestAllAndLookupReturnCopies(t *testing.T) {
 func TestDerivationString(t *testing.T) {
 	p, _ := Lookup("llm-7b-bf16")
 	s := p.Derivation.String()
-	for _, want := range []string{"Llama-2-7B", "16384.0 MiB  KV cache", "31032   MiB  total"} {
+	for _, want := range []string{"Llama-2-7B", "16384.0 MiB  KV cache", "31819   MiB  total", "caching allocator reserve: 2.6 %"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("derivation text lacks %q:\n%s", want, s)
 		}
@@ -236,5 +236,35 @@ func TestTotalMiBRoundsUp(t *testing.T) {
 	}
 	if got := (Derivation{}).TotalMiB(); got != 0 {
 		t.Fatalf("empty TotalMiB = %d", got)
+	}
+}
+
+// Every measured process fits its derivation plus the headroom: the
+// headroom is what the derivations do not foresee, and each measurement
+// is a check of it.
+func TestHeadroomCoversEveryMeasurement(t *testing.T) {
+	n := 0
+	for _, p := range All() {
+		for _, m := range p.Measured {
+			n++
+			if limit := float64(m.DerivedMiB) * (1 + gpu.DefaultHeadroom); float64(m.HeldMiB) > limit {
+				t.Errorf("%s (%s): held %d MiB, more than %d derived + %.0f%% headroom", p.Name, m.Config, m.HeldMiB, m.DerivedMiB, gpu.DefaultHeadroom*100)
+			}
+			if m.Where == "" || m.Config == "" || m.HeldMiB <= 0 || m.DerivedMiB <= 0 {
+				t.Errorf("%s: a measurement without its facts: %+v", p.Name, m)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no measurement in the catalog")
+	}
+}
+
+// A measurement of the profile's own configuration is compared with the
+// profile's own derivation.
+func TestAMeasurementOfTheProfilesOwnConfigurationUsesItsDerivation(t *testing.T) {
+	p, _ := Lookup("lora-ft-7b")
+	if len(p.Measured) == 0 || p.Measured[0].DerivedMiB != p.PeakMemoryMiB {
+		t.Fatalf("lora-ft-7b's measurement is of its own configuration: derived %v, the profile %d", p.Measured, p.PeakMemoryMiB)
 	}
 }

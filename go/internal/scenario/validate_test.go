@@ -166,7 +166,7 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"refuses a workload name that cannot be a job id", "  - name: train", "  - name: Train_1",
 			"t.yaml:26: workloads[1].name: \"Train_1\" must be lowercase letters, digits and '-', start with a letter, not end with '-', and be at most 40 long"},
 		{"refuses a profile no node can hold", "    gpu: H100-80GB", "    gpu: A100-40GB",
-			"t.yaml:29: workloads[1].profile: pretrain-13b-worker needs 1 GPU with 44770 MiB each (40700 MiB + 10% headroom) on one node; no node group has that"},
+			"t.yaml:29: workloads[1].profile: pretrain-13b-worker needs 1 GPU with 46930 MiB each (44695 MiB + 5% headroom) on one node; no node group has that"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
