@@ -12,6 +12,7 @@ pub mod profiles;
 pub mod quote;
 pub mod random;
 pub mod scenario;
+pub mod sched;
 pub mod sim;
 pub mod svgchart;
 pub mod trace;
