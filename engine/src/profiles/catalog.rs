@@ -22,6 +22,16 @@
 //! - CUDA context, cuBLAS/cuDNN workspaces and allocator slack: 0.5–1 GiB
 //!   per process, as nvidia-smi shows for an idle PyTorch process; we
 //!   budget 768 MiB, or 1–1.5 GiB where NCCL buffers come on top.
+//! - the caching allocator's reserve: PyTorch keeps freed blocks for
+//!   reuse, so a process holds more than its tensors take. Measured at
+//!   the peak on an H200 (shared/reference/h200-measurements.md): a LoRA
+//!   fine-tune step of Llama-2-7B reserved 25,848 MiB for 23,462 MiB
+//!   allocated (+10.2 %); a 2,048-token prefill of Llama-2-7B 14,470 for
+//!   14,106 (+2.6 %). Every profile adds its kind's share of its tensors
+//!   (every term but the context) as a term of its own (`add_reserve`).
+//! - CUDA context: a PyTorch process with cuBLAS loaded held 685 MiB
+//!   beside its tensors on the same H200; the 768 MiB budgeted below
+//!   covers it.
 //!
 //! Model shapes come from the public model cards and config.json files named
 //! in each Basis (Hugging Face), or the papers cited there. Budgets that are
@@ -32,10 +42,20 @@
 //! derived figure, and it decides the MIG profile only when it is larger
 //! than the memory alone implies (rerank, diffusion).
 
-use super::{Derivation, Kind, Profile, Term};
+use super::{Derivation, Kind, Measurement, Profile, Term};
 
 /// One MiB in bytes; budgets below are written in MiB × MIB.
 pub(super) const MIB: f64 = (1 << 20) as f64;
+
+/// Where the measurements of this catalog were made.
+const H200: &str = "NVIDIA H200 SXM, driver 580.159.04, CUDA 13.0, PyTorch 2.11, 2026-12-04 \
+                    (shared/reference/h200-measurements.md)";
+
+/// The caching allocator's reserve over the bytes a process's tensors
+/// take, by kind, as measured on an H200 (reserved over allocated at the
+/// peak, rounded up to a tenth of a percent; see above).
+const RESERVE_INFERENCE: f64 = 0.026;
+const RESERVE_TRAINING: f64 = 0.102;
 
 /// The CUDA context + library workspaces + allocator slack per process
 /// (see above).
@@ -48,21 +68,54 @@ fn term(what: &str, bytes: f64) -> Term {
     }
 }
 
-/// The catalog, in its order: inference small to large, then training.
-/// Ported from go/internal/profiles/catalog.go at commit fe016d1; the
-/// arithmetic is the Go file's, term for term (every product is a whole
+/// Inserts the allocator's reserve before the last term, the CUDA context,
+/// which every derivation ends with: the reserve is a share of the terms
+/// before it, the tensors (added in order, as the Go build adds them).
+fn add_reserve(p: &mut Profile) {
+    let terms = &mut p.derivation.terms;
+    let last = terms.len() - 1;
+    let mut tensors = 0.0;
+    for t in &terms[..last] {
+        tensors += t.bytes;
+    }
+    let (what, rate) = match p.kind {
+        Kind::Inference => (
+            "caching allocator reserve: 2.6 % of the tensors (an inference prefill on an H200)",
+            RESERVE_INFERENCE,
+        ),
+        Kind::Training => (
+            "caching allocator reserve: 10.2 % of the tensors (a training step on an H200)",
+            RESERVE_TRAINING,
+        ),
+    };
+    terms.insert(last, term(what, rate * tensors));
+}
+
+/// The catalog, in its order: inference small to large, then training,
+/// each with its allocator reserve added. Ported from
+/// go/internal/profiles/catalog.go at commit c501232; the arithmetic is
+/// the Go file's, term for term (every product written out is a whole
 /// number below 2^53, so f64 evaluates it exactly, as Go's constant
 /// arithmetic does).
 pub(super) fn build() -> Vec<Profile> {
+    let mut catalog = rows();
+    for p in &mut catalog {
+        add_reserve(p);
+    }
+    catalog
+}
+
+fn rows() -> Vec<Profile> {
     vec![
         Profile {
             name: "embed-335m".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 1791,
+            peak_memory_mib: 1818,
             compute: 0.10,
             gpus: 0,
             cpu_milli: 2000,
             host_memory_mib: 8 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "BGE-large-en-v1.5 class encoder (BAAI/bge-large-en-v1.5 config: 335M params, 24 layers, hidden 1024, 16 heads, FFN 4096), fp16, batches of 32 texts × 512 tokens".to_string(),
                 terms: vec![
@@ -76,11 +129,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "rerank-568m".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 2620,
+            peak_memory_mib: 2668,
             compute: 0.25,
             gpus: 0,
             cpu_milli: 4000,
             host_memory_mib: 16 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "bge-reranker-v2-m3 class cross-encoder (XLM-RoBERTa-large: 568M params, 24 layers, hidden 1024, 16 heads, FFN 4096), fp16, 64 query-passage pairs × 512 tokens per batch; every query scores ~100 passages, so it is compute-bound: two compute slices".to_string(),
                 terms: vec![
@@ -94,11 +148,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "recsys-dlrm".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 6259,
+            peak_memory_mib: 6401,
             compute: 0.12,
             gpus: 0,
             cpu_milli: 4000,
             host_memory_mib: 32 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "DLRM-style ranking model (Naumov et al. 2019, arXiv:1906.00091); sizes are our assumption for a mid-size ranker: a 20M-row hot embedding cache of 128-dim fp16 rows on the GPU (the full tables stay in host memory), 50M MLP params, batches of 4,096 requests".to_string(),
                 terms: vec![
@@ -112,11 +167,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "speech-whisper-large".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 10643,
+            peak_memory_mib: 10900,
             compute: 0.14,
             gpus: 0,
             cpu_milli: 8000,
             host_memory_mib: 32 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "Whisper large-v3 (openai/whisper-large-v3 config: 1.55B params, 32 decoder layers, d_model 1280, 1,500 encoder positions, 448 decoder positions), fp16, 16 30-second chunks decoded together, greedy; one compute slice keeps up with real time for that batch".to_string(),
                 terms: vec![
@@ -130,11 +186,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "notebook-small".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 7344,
+            peak_memory_mib: 7515,
             compute: 0.10,
             gpus: 0,
             cpu_milli: 2000,
             host_memory_mib: 16 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "interactive notebook: a person exploring with a ≤1.3B-param model in bf16. Not serving, but sized and placed like it (a memory profile on a small slice), so its Kind is inference".to_string(),
                 terms: vec![
@@ -147,11 +204,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "llm-8b-fp8".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 13547,
+            peak_memory_mib: 13879,
             compute: 0.25,
             gpus: 0,
             cpu_milli: 4000,
             host_memory_mib: 32 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "Llama-3-8B (meta-llama/Meta-Llama-3-8B config: 8.03B params, 32 layers, 8 KV heads × 128 dims, GQA) with fp8 weights and fp8 KV cache (vLLM kv_cache_dtype=fp8); KV budget 16 concurrent sequences × 4,096 tokens = 65,536 tokens".to_string(),
                 terms: vec![
@@ -165,11 +223,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "diffusion-sdxl".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 12566,
+            peak_memory_mib: 12873,
             compute: 0.40,
             gpus: 0,
             cpu_milli: 4000,
             host_memory_mib: 32 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "Stable Diffusion XL base (Podell et al. 2023, arXiv:2307.01952: UNet 2.6B params, text encoders CLIP ViT-L + OpenCLIP ViT-bigG 817M, VAE 84M), fp16, one 1024×1024 image at a time with classifier-free guidance; denoising is compute-bound, so it needs three compute slices".to_string(),
                 terms: vec![
@@ -183,11 +242,18 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "llm-7b-bf16".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 31032,
+            peak_memory_mib: 31819,
             compute: 0.40,
             gpus: 0,
             cpu_milli: 4000,
             host_memory_mib: 32 * 1024,
+            measured: vec![Measurement {
+                place: H200.to_string(),
+                config: "one 2,048-token sequence (the profile budgets 32,768 tokens of KV): the derivation for it is 13,480e6 B of weights + 1,024 MiB of KV + the 1,024 MiB activation budget, + 2.6 % reserve + 768 MiB of context; the prefill's transient was 197 MiB, so the activation budget is generous".to_string(),
+                // 14,470 MiB reserved at the peak + 685 MiB of context.
+                held_mib: 14470 + 685,
+                derived_mib: 16060,
+            }],
             derivation: Derivation {
                 basis: "Llama-2-7B (meta-llama/Llama-2-7b-hf config: 6.74B params, 32 layers, hidden 4096, 32 KV heads, no GQA), bf16; KV budget 16 concurrent sequences × 2,048 tokens = 32,768 tokens".to_string(),
                 terms: vec![
@@ -201,11 +267,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "llm-13b-bf16".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 52226,
+            peak_memory_mib: 53564,
             compute: 0.70,
             gpus: 0,
             cpu_milli: 8000,
             host_memory_mib: 64 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "Llama-2-13B (meta-llama/Llama-2-13b-hf config: 13.02B params, 40 layers, hidden 5120, 40 KV heads), bf16; KV budget 16 concurrent sequences × 2,048 tokens = 32,768 tokens".to_string(),
                 terms: vec![
@@ -219,11 +286,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "llm-70b-bf16".to_string(),
             kind: Kind::Inference,
-            peak_memory_mib: 45181,
+            peak_memory_mib: 46329,
             compute: 1.0,
             gpus: 4,
             cpu_milli: 16000,
             host_memory_mib: 256 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "Llama-2-70B (meta-llama/Llama-2-70b-hf config: 68.98B params, 80 layers, 8 KV heads × 128 dims, GQA), bf16, tensor-parallel over 4 GPUs of one NVLink domain; figures are per GPU. KV budget 32 concurrent sequences × 4,096 tokens = 131,072 tokens. On 2 GPUs the same budget needs 86 GiB per GPU (64 GiB weights + 20 GiB KV + 2 GiB) and does not fit; 4 is the next tensor-parallel size".to_string(),
                 terms: vec![
@@ -237,11 +305,18 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "lora-ft-7b".to_string(),
             kind: Kind::Training,
-            peak_memory_mib: 24152,
+            peak_memory_mib: 26537,
             compute: 1.0,
             gpus: 1,
             cpu_milli: 8000,
             host_memory_mib: 64 * 1024,
+            measured: vec![Measurement {
+                place: H200.to_string(),
+                config: "the profile's own: rank 16 on q, k, v, o, micro-batch 8 × 2,048, activation checkpointing, bf16 autocast".to_string(),
+                // 25,848 MiB reserved at the peak of the second step + 685 MiB of context.
+                held_mib: 25848 + 685,
+                derived_mib: 26537,
+            }],
             derivation: Derivation {
                 basis: "LoRA fine-tune of Llama-2-7B on one GPU: frozen bf16 base, rank-16 adapters on q, k, v, o; micro-batch 8 × 2,048 tokens with activation checkpointing. It would fit a 40 GB slice, but training is compute-bound and wants all 7 slices, so it takes a whole GPU".to_string(),
                 terms: vec![
@@ -257,11 +332,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "full-ft-7b".to_string(),
             kind: Kind::Training,
-            peak_memory_mib: 56252,
+            peak_memory_mib: 61833,
             compute: 1.0,
             gpus: 8,
             cpu_milli: 96000,
             host_memory_mib: 768 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "full fine-tune of Llama-2-7B, one task per 8-GPU node, FSDP hybrid shard (ZeRO-3 inside the node, replicated across nodes, so per-GPU memory does not depend on the gang size); figures are per GPU; micro-batch 16 × 4,096 tokens with activation checkpointing, the largest that fits. Without sharding the model states alone are 100 GiB per GPU. It needs whole 80 GB GPUs: ~55 GiB does not fit a 40 GB card, and the per-layer all-gather/reduce-scatter needs NVLink peer access, which MIG instances do not have".to_string(),
                 terms: vec![
@@ -277,11 +353,12 @@ pub(super) fn build() -> Vec<Profile> {
         Profile {
             name: "pretrain-13b-worker".to_string(),
             kind: Kind::Training,
-            peak_memory_mib: 40700,
+            peak_memory_mib: 44695,
             compute: 1.0,
             gpus: 1,
             cpu_milli: 12000,
             host_memory_mib: 128 * 1024,
+            measured: Vec::new(),
             derivation: Derivation {
                 basis: "one rank of a Llama-2-13B-shaped pre-training job (40 layers, hidden 5120, FFN 13824), FSDP/ZeRO-3 over the gang; figures are per GPU for the smallest gang we run (8 ranks: larger gangs need less); micro-batch 4 × 4,096 tokens with activation checkpointing. ~40 GiB rules out 40 GB cards with any headroom, and the collectives need whole GPUs".to_string(),
                 terms: vec![

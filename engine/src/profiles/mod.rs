@@ -9,9 +9,9 @@
 //! engine can pick the smallest MIG slice that holds it; training and
 //! models too big for one GPU ask for whole GPUs.
 //!
-//! The Go build's `internal/profiles`, ported at commit fe016d1 (the rows,
-//! their terms and the API: `lookup`, `all`, `names`, `Profile::demand`,
-//! `Profile::task`).
+//! The Go build's `internal/profiles`, ported at commit c501232 (the rows,
+//! their terms, the allocator reserve, the measurements, and the API:
+//! `lookup`, `all`, `names`, `Profile::demand`, `Profile::task`).
 
 mod catalog;
 #[cfg(test)]
@@ -70,6 +70,23 @@ pub struct Profile {
     pub cpu_milli: i64,
     pub host_memory_mib: i64,
     pub derivation: Derivation,
+    /// Processes of the profile's model measured on real hardware, each
+    /// beside what the derivation gives for the configuration measured.
+    pub measured: Vec<Measurement>,
+}
+
+/// What one process really held on a real GPU: the caching allocator's
+/// reserved memory plus the CUDA context, at its peak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measurement {
+    /// The GPU, driver, software, date and source (Go's `Where`).
+    pub place: String,
+    /// What ran, and how it differs from the profile.
+    pub config: String,
+    /// Measured.
+    pub held_mib: i64,
+    /// The derivation, for the configuration measured.
+    pub derived_mib: i64,
 }
 
 /// Where `peak_memory_mib` comes from.

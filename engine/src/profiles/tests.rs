@@ -83,41 +83,53 @@ fn derivations_add_up_to_the_peak() {
     }
 }
 
-/// The terms added by hand here, one profile at a time, so that a slip in
-/// the port of a term's arithmetic shows even where the total still
-/// rounds to the same MiB.
+/// The terms worked out by hand here, for three profiles, so that a slip
+/// in the port of a term's arithmetic shows even where the total still
+/// rounds to the same MiB. The reserve is its rate times the terms before
+/// it, added in order.
 #[test]
 fn each_term_is_the_go_builds_arithmetic() {
     const MIB: f64 = 1048576.0;
-    let want: [(&str, &[f64]); 3] = [
+    let with_reserve = |rate: f64, tensors: &[f64], ctx: f64| {
+        let mut sum = 0.0;
+        for t in tensors {
+            sum += t;
+        }
+        let mut terms = tensors.to_vec();
+        terms.push(rate * sum);
+        terms.push(ctx);
+        terms
+    };
+    let want = [
         (
             "llm-7b-bf16",
-            &[
-                13_480_000_000.0,
-                17_179_869_184.0,
-                1024.0 * MIB,
+            with_reserve(
+                0.026,
+                &[13_480_000_000.0, 17_179_869_184.0, 1024.0 * MIB],
                 768.0 * MIB,
-            ],
+            ),
         ),
         (
             "llm-70b-bf16",
-            &[
-                34_490_000_000.0,
-                10_737_418_240.0,
+            with_reserve(
+                0.026,
+                &[34_490_000_000.0, 10_737_418_240.0, 1024.0 * MIB],
                 1024.0 * MIB,
-                1024.0 * MIB,
-            ],
+            ),
         ),
         (
             "full-ft-7b",
-            &[
-                13_480_000_000.0,
-                17_179_869_184.0,
-                9_126_805_504.0,
-                16_777_216_000.0,
-                809_600_000.0,
+            with_reserve(
+                0.102,
+                &[
+                    13_480_000_000.0,
+                    17_179_869_184.0,
+                    9_126_805_504.0,
+                    16_777_216_000.0,
+                    809_600_000.0,
+                ],
                 1536.0 * MIB,
-            ],
+            ),
         ),
     ];
     for (name, terms) in want {
@@ -247,11 +259,11 @@ fn lookup_finds_exact_names_only() {
 fn demand_of_each_kind() {
     let models = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let cases = [
-        ("llm-7b-bf16", vec![], Demand::memory_profile(31032, 0.40)),
+        ("llm-7b-bf16", vec![], Demand::memory_profile(31819, 0.40)),
         (
             "embed-335m",
             models(&["H100-80GB"]),
-            Demand::memory_profile(1791, 0.10).on(&["H100-80GB"]),
+            Demand::memory_profile(1818, 0.10).on(&["H100-80GB"]),
         ),
         ("llm-70b-bf16", vec![], Demand::whole_gpus(4)),
         (
@@ -303,7 +315,12 @@ fn all_and_lookup_return_copies() {
 #[test]
 fn derivation_text() {
     let s = lookup("llm-7b-bf16").unwrap().derivation.to_string();
-    for want in ["Llama-2-7B", "16384.0 MiB  KV cache", "31032   MiB  total"] {
+    for want in [
+        "Llama-2-7B",
+        "16384.0 MiB  KV cache",
+        "31819   MiB  total",
+        "caching allocator reserve: 2.6 %",
+    ] {
         assert!(s.contains(want), "derivation text lacks {want:?}:\n{s}");
     }
 }
@@ -325,4 +342,45 @@ fn total_mib_rounds_up() {
     };
     assert_eq!(d.total_mib(), 2);
     assert_eq!(Derivation::default().total_mib(), 0);
+}
+
+/// Every measured process fits its derivation plus the headroom: the
+/// headroom is what the derivations do not foresee, and each measurement
+/// is a check of it.
+#[test]
+fn headroom_covers_every_measurement() {
+    let mut n = 0;
+    for p in all() {
+        for m in &p.measured {
+            n += 1;
+            let limit = m.derived_mib as f64 * (1.0 + DEFAULT_HEADROOM);
+            assert!(
+                m.held_mib as f64 <= limit,
+                "{} ({}): held {} MiB, more than {} derived + headroom",
+                p.name,
+                m.config,
+                m.held_mib,
+                m.derived_mib
+            );
+            assert!(
+                !m.place.is_empty() && !m.config.is_empty() && m.held_mib > 0 && m.derived_mib > 0,
+                "{}: a measurement without its facts: {m:?}",
+                p.name
+            );
+        }
+    }
+    assert!(n > 0, "no measurement in the catalog");
+}
+
+/// A measurement of the profile's own configuration is compared with the
+/// profile's own derivation.
+#[test]
+fn a_measurement_of_the_profiles_own_configuration_uses_its_derivation() {
+    let p = lookup("lora-ft-7b").unwrap();
+    assert!(
+        !p.measured.is_empty() && p.measured[0].derived_mib == p.peak_memory_mib,
+        "lora-ft-7b's measurement is of its own configuration: {:?}, the profile {}",
+        p.measured,
+        p.peak_memory_mib
+    );
 }
