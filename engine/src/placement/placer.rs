@@ -301,6 +301,64 @@ impl Placer {
         self.place_where(st, r, |i| allowed(st.node(i)))
     }
 
+    /// `place_in` with `allowed` asked by node position rather than by
+    /// node: a caller that keeps its node sets by position (the scheduler)
+    /// answers without reaching the node or hashing its name.
+    pub fn place_at<A>(
+        &mut self,
+        st: &State,
+        r: &Request,
+        allowed: A,
+    ) -> Result<Assignment, PlaceError>
+    where
+        A: Fn(usize) -> bool,
+    {
+        self.place_where(st, r, allowed)
+    }
+
+    /// `fits_somewhere` with `allowed` asked by node position (`place_at`).
+    pub fn fits_somewhere_at<A>(&mut self, st: &State, r: &Request, allowed: A) -> bool
+    where
+        A: Fn(usize) -> bool,
+    {
+        let c = self.evaluate(st, r);
+        let row = &self.rows[c];
+        (0..row.len()).any(|i| row.ok[i] && allowed(i))
+    }
+
+    /// `place_all` with `allowed` asked by node position (`place_at`).
+    pub fn place_all_at<R, A>(
+        &mut self,
+        st: &State,
+        reqs: &[R],
+        allowed: A,
+    ) -> Result<(Vec<Assignment>, State), PlaceError>
+    where
+        R: Borrow<Request>,
+        A: Fn(usize) -> bool,
+    {
+        let Some(head) = reqs.first() else {
+            return Ok((Vec::new(), st.clone()));
+        };
+        // As place_all: the first task on st itself, before a clone.
+        let mut first = Some(self.place_where(st, head.borrow(), &allowed)?);
+        let mut trial = st.clone();
+        let mut out = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            let r = r.borrow();
+            let a = match first.take() {
+                Some(a) => a,
+                None => self.place_where(&trial, r, &allowed)?,
+            };
+            trial.allocate(&a).map_err(|source| PlaceError::Allocate {
+                task: r.task().name.clone(),
+                source,
+            })?;
+            out.push(a);
+        }
+        Ok((out, trial))
+    }
+
     /// `place_in` with `allowed` asked by node position: `place_request`
     /// allows every node without reaching any.
     fn place_where<A>(

@@ -10,39 +10,117 @@
 //! reservation, when each GPU was last re-partitioned), all of it
 //! deterministic.
 //!
+//! One cycle (`cycle.rs`) reads like the design's picture:
+//!
+//! ```text
+//! snapshot (snapshot.rs, incremental.rs)
+//!   -> order the pending jobs (order.rs)
+//!   -> for each job (cycle.rs: consider):
+//!        quota (quota.rs), production reserve (prod_reserve.rs)
+//!        place, all of a gang at once, outside others' reservations
+//!          (place.rs, reserve.rs)
+//!        or else: re-partition MIG (mig.rs), evict victims (preempt.rs,
+//!          victims.rs), move services (moves.rs), reserve nodes for a
+//!          gang (reserve.rs)
+//!   -> warm pool (warm.rs)
+//!   -> the decision
+//! ```
+//!
 //! Ported from the Go build's `internal/engine/sched`, decision for
 //! decision; the Go names are kept in snake case so that a reader can map
 //! one onto the other.
 
-// The cycle itself is being ported; until then parts of the types are unused.
-#![allow(dead_code)]
-
 mod build;
 mod config;
+mod cycle;
+mod incremental;
+mod mig;
+mod moves;
+mod order;
+mod place;
+mod preempt;
+mod prod_reserve;
+mod quota;
+mod reserve;
+mod snapshot;
+mod table;
 mod types;
+mod victims;
+mod warm;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 pub use build::{build, shapes_of};
 pub use config::{Config, Order, SchedError, preset};
+pub use incremental::KeptError;
 pub use types::{
     Decision, HOUR, INVALID_SPEC, IdHasher, Input, Job, MINUTE, Migration, Nanos, Phase,
     Preemption, Reconfig, Retry, SECOND, Start, Team, Wait, WaitMap, WaitReason,
 };
 
+use crate::cluster::NodeSet;
 use crate::placement::{Placer, Policy};
 use crate::random::Rand;
+use crate::workload::Capacity;
+use incremental::Kept;
+use moves::MoveRef;
+use order::OrderBuffers;
+use reserve::Reservation;
+use table::Table;
+use warm::WarmKey;
 
 /// Runs cycles for one configuration, keeping what it must remember from
-/// one cycle to the next.
+/// one cycle to the next. Maps that are iterated are ordered (`BTreeMap`);
+/// the rest are only looked up.
 pub struct Scheduler {
     cfg: Config,
     placer: Placer,
+    /// The jobs met, by ID (the Go build's `byID` and its maps keyed by
+    /// job ID).
+    table: Table,
+    /// Maps a job to the victims preempted for it; while any is still
+    /// terminating the job waits instead of preempting again.
+    promised: BTreeMap<String, Vec<String>>,
+    /// The nodes each promised job will use.
+    promised_nodes: BTreeMap<String, BTreeSet<String>>,
+    /// Maps a job to the old places of the replicas moved for it.
+    moving: BTreeMap<String, Vec<MoveRef>>,
+    /// The gang holding nodes, if any.
+    reservation: Option<Reservation>,
+    /// When each GPU was last re-partitioned, by node name and GPU index.
+    last_change: HashMap<String, Vec<Option<Nanos>>, BuildHasherDefault<IdHasher>>,
+    /// Maps a team to the gang holding its quota (`hold_quota`).
+    quota_hold: BTreeMap<String, String>,
+    /// When production work started on each MIG profile, for the warm
+    /// pool, and when it last ran.
+    recent: BTreeMap<WarmKey, Vec<Nanos>>,
+    last_warm: Nanos,
+    cycles: u64,
+    /// The cycle of the last recount: an entry seen since is of a job of
+    /// the input, unless the job was gone since. `kept` holds the sums an
+    /// incremental input updates.
+    live_from: u64,
+    kept: Kept,
+    /// No move search for borrowed work before then (one that failed holds
+    /// off the next).
+    borrower_moves_at: Nanos,
+    /// No victim search before then for every job of a preempt key.
+    no_victims_until: BTreeMap<u32, Nanos>,
+    /// Numbers the memo and search keys: a map keyed by number is cheaper
+    /// than one keyed by the key, which is hashed at every look-up, for
+    /// each queued job, every cycle.
+    key_ids: HashMap<String, u32>,
+    next_key: u32,
+    /// The cluster's capacity for validating jobs, for one node set.
+    capacity: Option<(Arc<NodeSet>, Capacity)>,
+    /// The order's arrays, reused from cycle to cycle.
+    order_buffers: OrderBuffers,
 }
-
-/// The sums a scheduler kept from incremental inputs differ from a recount
-/// (`Scheduler::check_kept`): the world changed a job it did not list.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct KeptError(pub String);
 
 impl Scheduler {
     /// A scheduler with `cfg`, placing with `placement`. `rng` is its only
@@ -53,27 +131,32 @@ impl Scheduler {
         placer.set_headroom(cfg.headroom);
         placer.set_mig_only(cfg.mig);
         placer.set_brief_failures(true); // a cycle only asks whether a job fits
-        Scheduler { cfg, placer }
+        Scheduler {
+            cfg,
+            placer,
+            table: Table::new(),
+            promised: BTreeMap::new(),
+            promised_nodes: BTreeMap::new(),
+            moving: BTreeMap::new(),
+            reservation: None,
+            last_change: HashMap::default(),
+            quota_hold: BTreeMap::new(),
+            recent: BTreeMap::new(),
+            last_warm: 0,
+            cycles: 0,
+            live_from: 0,
+            kept: Kept::default(),
+            borrower_moves_at: 0,
+            no_victims_until: BTreeMap::new(),
+            key_ids: HashMap::new(),
+            next_key: 0,
+            capacity: None,
+            order_buffers: OrderBuffers::default(),
+        }
     }
 
     /// The scheduler's configuration.
     pub fn config(&self) -> &Config {
         &self.cfg
-    }
-
-    /// Decides what to start, preempt, move and re-partition now. It takes
-    /// `input.waiting`, leaving `None`.
-    pub fn cycle(&mut self, input: &mut Input<'_>) -> Decision {
-        let _ = input;
-        todo!("the cycle")
-    }
-
-    /// Recounts every job of `input`, the input of the last cycle, and says
-    /// where the sums kept from its changes differ (none kept: `Ok`). For
-    /// tests of a world that gives incremental inputs: a change it did not
-    /// list shows here.
-    pub fn check_kept(&self, input: &Input<'_>) -> Result<(), KeptError> {
-        let _ = input;
-        todo!("check_kept")
     }
 }

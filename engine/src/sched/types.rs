@@ -75,10 +75,11 @@ pub struct Job {
     /// The declared run time (0 when unknown), used to judge whether a job
     /// can run before a reserved gang starts.
     pub estimate: Nanos,
-    /// Which scheduler indexed the job and at which slot of its table
-    /// (`Mark`). Atomic only so that `Job` is `Sync`; read and written
-    /// with relaxed ordering, as plain memory.
-    pub(super) mark: AtomicU64,
+    /// Which scheduler indexed the job (its token), and at which slot and
+    /// epoch of its table (`table.rs`). Atomic only so that `Job` is
+    /// `Sync`; read and written with relaxed ordering, as plain memory.
+    owner: AtomicU64,
+    mark: AtomicU64,
 }
 
 impl Job {
@@ -115,12 +116,17 @@ impl Job {
         !self.placed.is_empty() && self.placed.iter().all(Option::is_some)
     }
 
-    pub(super) fn mark(&self) -> u64 {
-        self.mark.load(Ordering::Relaxed)
+    /// The scheduler's mark: its token and the slot and epoch.
+    pub(super) fn mark(&self) -> (u64, u64) {
+        (
+            self.owner.load(Ordering::Relaxed),
+            self.mark.load(Ordering::Relaxed),
+        )
     }
 
-    pub(super) fn set_mark(&self, m: u64) {
-        self.mark.store(m, Ordering::Relaxed);
+    pub(super) fn set_mark(&self, owner: u64, mark: u64) {
+        self.owner.store(owner, Ordering::Relaxed);
+        self.mark.store(mark, Ordering::Relaxed);
     }
 }
 
@@ -136,6 +142,7 @@ impl Clone for Job {
             started: self.started,
             checkpoint: self.checkpoint,
             estimate: self.estimate,
+            owner: AtomicU64::new(0),
             mark: AtomicU64::new(0),
         }
     }

@@ -1,0 +1,302 @@
+//! The order in which a cycle considers the pending jobs: claims within
+//! their team's guarantee first (with `guarantee_first`), then by class,
+//! then by the team's fair share (or dominant share), then by submission
+//! and ID.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use super::Scheduler;
+use super::config::Order;
+use super::snapshot::Cycle;
+use super::types::{Job, Nanos, Phase};
+use crate::workload::Class;
+
+/// The arrays `group_order` reuses from cycle to cycle (a backlog's were an
+/// eighth of what a week-1000 run allocated in the Go build).
+#[derive(Debug, Default)]
+pub(super) struct OrderBuffers {
+    groups: Vec<OrderGroup>,
+    group_of: Vec<usize>,
+    used: Vec<usize>,
+    starts: Vec<usize>,
+    sorted: Vec<usize>,
+}
+
+/// A pending job with its keys in the cycle's order, each copied from the
+/// job: the sort compares every two jobs many times.
+#[derive(Debug, Clone, Copy)]
+struct OrderKey<'a> {
+    j: &'a Job,
+    within: bool,
+    holds: bool,
+    share: f64,
+    class: Class,
+    team: &'a str,
+    id: &'a str,
+    submitted: Nanos,
+}
+
+/// The pending jobs of one standing, class and team in a cycle's order.
+#[derive(Debug, Clone, Copy, Default)]
+struct OrderGroup {
+    /// The first of them, by position in the keys.
+    rep: usize,
+    n: usize,
+    rank: usize,
+}
+
+/// Go's `cmp.Compare` on floats: a NaN is less than any number and equal
+/// to a NaN.
+pub(super) fn compare_f64(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => x.partial_cmp(&y).expect("neither is NaN"),
+    }
+}
+
+/// Orders a key that is true first (the caller has checked that the two
+/// differ).
+fn before(x: bool) -> Ordering {
+    if x { Ordering::Less } else { Ordering::Greater }
+}
+
+impl Scheduler {
+    /// The pending jobs in the order they are considered. With
+    /// `guarantee_first`, claims within their team's guarantee come before
+    /// everything else, then by class: otherwise capacity freed while a
+    /// team waits for what it is owed goes to a higher class that borrows,
+    /// which the claim may then not take back (`protect_production`). Among
+    /// the claims, those holding nodes (they evicted for them) come first:
+    /// a reclaim that takes the borrower below its guarantee makes its
+    /// victims claims too, production outranks the claim, and the victims
+    /// started again on the MIG instances they had just left.
+    pub(super) fn order<'a>(&mut self, c: &mut Cycle<'a>, incremental: bool) -> Vec<&'a Job> {
+        let share = self.share_func(c);
+        let (jobs, sorted) = self.jobs_to_order(c, incremental);
+        let mut ks: Vec<OrderKey<'a>> = Vec::with_capacity(jobs.len());
+        for j in jobs {
+            if j.phase != Phase::Pending {
+                continue;
+            }
+            let mut k = OrderKey {
+                j,
+                within: false,
+                holds: false,
+                share: 0.0,
+                class: j.spec.class,
+                team: &j.spec.team,
+                id: j.id(),
+                submitted: j.submitted,
+            };
+            if self.cfg.order != Order::Fifo {
+                k.share = share.of(self, c, j);
+            }
+            if self.cfg.guarantee_first {
+                k.within = self.within_guarantee(c, j);
+                k.holds = k.within && self.promised_nodes.contains_key(j.id());
+            }
+            ks.push(k);
+        }
+        if !sorted || !self.group_order(c, &mut ks) {
+            // Not stable: the keys end with the job's ID, unique in an
+            // input, so no two jobs compare equal.
+            ks.sort_unstable_by(|x, y| {
+                self.order_lead(x, y)
+                    .then_with(|| x.submitted.cmp(&y.submitted))
+                    .then_with(|| x.id.cmp(y.id))
+            });
+        }
+        ks.into_iter().map(|k| k.j).collect()
+    }
+
+    /// Compares the keys of the cycle's order that change from cycle to
+    /// cycle; the share is the team's, compared between teams only. The
+    /// order ends by submission and ID.
+    fn order_lead(&self, x: &OrderKey<'_>, y: &OrderKey<'_>) -> Ordering {
+        if x.within != y.within {
+            return before(x.within);
+        }
+        if x.holds != y.holds {
+            return before(x.holds);
+        }
+        if self.cfg.class_order && x.class != y.class {
+            return y.class.cmp(&x.class);
+        }
+        if self.cfg.order != Order::Fifo && x.team != y.team && x.share != y.share {
+            return compare_f64(x.share, y.share);
+        }
+        Ordering::Equal
+    }
+
+    /// Sorts `ks`, listed by submission and ID, by `order_lead`, keeping
+    /// that order among the jobs it does not tell apart: the full order, as
+    /// that is how it ends. The jobs fall in few groups (standing, class,
+    /// team), and only the groups are sorted: the sort of a week-1000
+    /// run's backlog of a thousand and more jobs, each cycle, was a tenth
+    /// of the run.
+    fn group_order(&mut self, c: &Cycle<'_>, ks: &mut [OrderKey<'_>]) -> bool {
+        const CLASSES: usize = Class::ALL.len();
+        let teams = c.teams.len() + 1; // and those not in the input
+        let mut b = std::mem::take(&mut self.order_buffers);
+        b.groups.clear();
+        b.groups.resize(4 * CLASSES * teams, OrderGroup::default());
+        b.group_of.clear();
+        for (i, k) in ks.iter().enumerate() {
+            let standing = usize::from(k.within) * 2 + usize::from(k.holds);
+            let team = (self.team_pos(c, k.j) + 1) as usize;
+            let g = (standing * CLASSES + k.class.index()) * teams + team;
+            if b.groups[g].n == 0 {
+                b.groups[g].rep = i;
+            }
+            b.groups[g].n += 1;
+            b.group_of.push(g);
+        }
+        b.used.clear();
+        b.used
+            .extend((0..b.groups.len()).filter(|&g| b.groups[g].n > 0));
+        let groups = &b.groups;
+        b.used
+            .sort_unstable_by(|&x, &y| self.order_lead(&ks[groups[x].rep], &ks[groups[y].rep]));
+        // Groups that lead does not tell apart (two teams of one share)
+        // share a rank; each rank's jobs keep their order.
+        b.starts.clear();
+        for i in 0..b.used.len() {
+            let g = b.used[i];
+            if i == 0
+                || self.order_lead(&ks[b.groups[b.used[i - 1]].rep], &ks[b.groups[g].rep])
+                    != Ordering::Equal
+            {
+                b.starts.push(0);
+            }
+            let rank = b.starts.len() - 1;
+            b.groups[g].rank = rank;
+            b.starts[rank] += b.groups[g].n;
+        }
+        let mut at = 0;
+        for s in b.starts.iter_mut() {
+            let n = *s;
+            *s = at;
+            at += n;
+        }
+        b.sorted.clear();
+        b.sorted.resize(ks.len(), 0);
+        for i in 0..ks.len() {
+            let r = b.groups[b.group_of[i]].rank;
+            b.sorted[b.starts[r]] = i;
+            b.starts[r] += 1;
+        }
+        let out: Vec<OrderKey<'_>> = b.sorted.iter().map(|&i| ks[i]).collect();
+        ks.copy_from_slice(&out);
+        self.order_buffers = b;
+        true
+    }
+
+    /// The fairness key of a team (lower goes first), as the configured
+    /// order computes it.
+    fn share_func(&self, c: &Cycle<'_>) -> Share {
+        match self.cfg.order {
+            Order::FairShare => Share::Fair,
+            Order::Drf => self.drf_share(c),
+            Order::Fifo => Share::None,
+        }
+    }
+
+    /// Dominant-resource shares: each team's CPU and memory placed, summed
+    /// over the jobs in input order, and the cluster's totals.
+    fn drf_share(&self, c: &Cycle<'_>) -> Share {
+        let (mut tot_gpu, mut tot_cpu, mut tot_mem) = (0.0, 0.0, 0.0);
+        for n in c.cluster.nodes() {
+            tot_gpu += (1000 * n.gpus().len()) as f64;
+            tot_cpu += n.cpu_milli() as f64;
+            tot_mem += n.memory_mib() as f64;
+        }
+        let mut cpu: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut mem: BTreeMap<&str, f64> = BTreeMap::new();
+        for j in c.jobs {
+            for a in j.placed.iter().flatten() {
+                *cpu.entry(&j.spec.team).or_insert(0.0) += a.cpu_milli as f64;
+                *mem.entry(&j.spec.team).or_insert(0.0) += a.memory_mib as f64;
+            }
+        }
+        let cpu = cpu.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let mem = mem.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        Share::Drf {
+            tot_gpu,
+            tot_cpu,
+            tot_mem,
+            cpu,
+            mem,
+        }
+    }
+}
+
+/// How a team's share is computed this cycle.
+enum Share {
+    None,
+    /// A team below its guarantee goes first (key below 0, the further
+    /// below the sooner); above it, GPU held over weight.
+    Fair,
+    /// The team's dominant share of GPU, CPU and memory over weight.
+    Drf {
+        tot_gpu: f64,
+        tot_cpu: f64,
+        tot_mem: f64,
+        cpu: BTreeMap<String, f64>,
+        mem: BTreeMap<String, f64>,
+    },
+}
+
+/// Go's `max` of floats: a NaN wins.
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if a == b {
+        // max(-0, +0) is +0.
+        return if a.is_sign_negative() { b } else { a };
+    }
+    if a > b { a } else { b }
+}
+
+impl Share {
+    fn of(&self, s: &Scheduler, c: &Cycle<'_>, j: &Job) -> f64 {
+        match self {
+            Share::None => 0.0,
+            Share::Fair => {
+                let p = s.team_pos(c, j);
+                if p < 0 {
+                    return 0.0;
+                }
+                let t = &c.teams[p as usize];
+                let used = c.use_[p as usize] as f64;
+                if t.guarantee > 0 && used < t.guarantee as f64 {
+                    return used / t.guarantee as f64 - 1.0;
+                }
+                let w = if t.weight <= 0.0 { 1.0 } else { t.weight };
+                used / 1000.0 / w
+            }
+            Share::Drf {
+                tot_gpu,
+                tot_cpu,
+                tot_mem,
+                cpu,
+                mem,
+            } => {
+                let team = j.spec.team.as_str();
+                let cpu = cpu.get(team).copied().unwrap_or(0.0);
+                let mem = mem.get(team).copied().unwrap_or(0.0);
+                let gpu = s.usage_of(c, j) as f64 / tot_gpu;
+                let mut dom = go_max(go_max(gpu, cpu / tot_cpu), mem / tot_mem);
+                if let Some(t) = s.team_of(c, j)
+                    && t.weight > 0.0
+                {
+                    dom /= t.weight;
+                }
+                dom
+            }
+        }
+    }
+}

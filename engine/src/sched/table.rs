@@ -1,0 +1,277 @@
+//! The scheduler's table of the jobs it has met: one entry per job ID,
+//! reached from a `Job` through the mark the scheduler leaves on it, so
+//! that reading what the scheduler knows of a job costs no hashing.
+//!
+//! An entry has three parts:
+//!   - `held`, what the scheduler computed from one `Job` value (what it
+//!     holds, its shape, its validation): the Go build keeps it in the
+//!     Job itself (`heldEntry`), and starts it over when a world gives a
+//!     new Job under the same ID or the job's placement changes;
+//!   - `part`, the job's share of the sums kept for incremental inputs;
+//!   - `memory`, what the Go build keeps in maps keyed by job ID (backoffs,
+//!     search rounds, when it became owed, its prepared requests): it
+//!     outlives a new Job of the same ID and is dropped, as there, when the
+//!     ID has left the input at a prune.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::incremental::Part;
+use super::types::{IdHasher, Job, Nanos, WaitReason};
+use crate::cluster::{Assignment, NodeSet};
+use crate::placement::Request;
+
+/// Numbers schedulers, so that a mark tells which one left it. It never
+/// decides anything: a mark from another scheduler only means "not seen".
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A new scheduler's token.
+pub(super) fn new_token() -> u64 {
+    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(super) type IdMap<V> = HashMap<Arc<str>, V, BuildHasherDefault<IdHasher>>;
+
+/// What the scheduler computed from one `Job` value while its placement
+/// stayed the same (the Go build's `heldEntry`).
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    /// `placed.len()` when computed.
+    pub tasks: usize,
+    /// The assignments it was computed from, by identity; empty when no
+    /// task holds anything.
+    pub placed: Vec<Option<Arc<Assignment>>>,
+    /// The node set `nodes` index.
+    pub set: Option<Arc<NodeSet>>,
+    /// The last cycle whose input had the job.
+    pub seen: u64,
+    pub milli: i64,
+    /// The nodes the job holds, by position in the cluster.
+    pub nodes: Vec<usize>,
+    /// The job's team's position in the input (-1: none), when last seen.
+    pub team: isize,
+    /// A task holds a MIG instance (`on_slices`).
+    pub slices: bool,
+    /// A search or re-partition backoff was set while the job was beyond
+    /// its team's guarantee (`clear_on_claim`).
+    pub held_off: bool,
+    /// The job's shape, for the task list it was computed for (identified
+    /// by the address of its first task: a world may rebuild a job under
+    /// the same ID with other tasks).
+    pub shape: Option<(usize, Shape)>,
+    /// The job's validation (why it can never run, if so), for the task
+    /// list it was computed for (none: no tasks).
+    pub checked: Option<(Option<usize>, Option<WaitReason>)>,
+}
+
+impl Held {
+    /// Whether `placed` is the placement the entry was computed from.
+    pub fn holds(&self, placed: &[Option<Arc<Assignment>>]) -> bool {
+        if placed.len() != self.tasks {
+            return false;
+        }
+        if self.placed.is_empty() {
+            return none_of(placed);
+        }
+        self.placed.iter().zip(placed).all(|(a, b)| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        })
+    }
+}
+
+/// Whether no task holds anything.
+pub(super) fn none_of(placed: &[Option<Arc<Assignment>>]) -> bool {
+    placed.iter().all(Option::is_none)
+}
+
+/// A job's demand and the numbers of its memo and search keys (Go's
+/// `shapeEntry`): key|class|team|false, key|class|team|true and
+/// key|class|team|lapsed, the keys of the failed-shape memo (the bool: may
+/// backfill) and of victim searches (the bool: within the guarantee;
+/// lapsed: and no longer held back by `protect_production`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Shape {
+    pub demand: i64,
+    pub ids: [u32; 3],
+}
+
+/// A job's prepared requests, for one set of pending tasks.
+#[derive(Debug)]
+pub(super) struct ReqEntry {
+    pub set: TaskSet,
+    pub reqs: Vec<Request>,
+}
+
+/// Identifies a job's pending tasks: which ones, of which task list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TaskSet {
+    pub tasks: usize,
+    pub n: usize,
+    pub mask: u64,
+}
+
+/// A change asked for a job: the GPU and when. The GPU's cordon is the
+/// job's change only while no later change was asked there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct AskedChange {
+    pub node: Arc<str>,
+    pub gpu: usize,
+    pub at: Nanos,
+}
+
+/// What the Go build keeps in maps keyed by job ID. Zero values stand for
+/// absent keys wherever the Go build reads the map's zero value; `Option`
+/// where it asks whether the key is there.
+#[derive(Debug, Default)]
+pub(super) struct Memory {
+    /// Changes asked in a row; after two that did not let the job start,
+    /// `backoff` holds off more until the cooldown passes.
+    pub attempts: i32,
+    pub backoff: Nanos,
+    /// No victim search before then.
+    pub search_backoff: Nanos,
+    /// No move search before then.
+    pub move_backoff: Nanos,
+    /// When a replica of the job was last moved.
+    pub moved_at: Option<Nanos>,
+    /// When the job, waiting, was first seen within its team's guarantee.
+    pub owed_since: Option<Nanos>,
+    /// Preemption rounds since it last started, and when a job past the
+    /// free rounds may evict again.
+    pub rounds: i32,
+    pub rounds_until: Nanos,
+    /// Changes asked for the job.
+    pub awaiting: Vec<AskedChange>,
+    /// Its prepared requests (`None` while taken out by a caller).
+    pub reqs: Option<ReqEntry>,
+}
+
+/// One job ID's entry.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub id: Arc<str>,
+    /// Told apart the `Job` values that held the slot: a mark of an older
+    /// one is stale.
+    pub epoch: u64,
+    /// The Go build's `byID` holds the job: from its first refresh until it
+    /// is gone (incremental) or pruned.
+    pub indexed: bool,
+    pub held: Held,
+    pub part: Option<Part>,
+    pub memory: Memory,
+}
+
+/// The entries, their IDs and the free slots.
+#[derive(Debug)]
+pub(super) struct Table {
+    pub token: u64,
+    pub entries: Vec<Entry>,
+    pub ids: IdMap<u32>,
+    free: Vec<u32>,
+    next_epoch: u64,
+    /// How many entries are `indexed` (the size of the Go build's byID).
+    pub indexed: usize,
+}
+
+impl Table {
+    pub fn new() -> Table {
+        Table {
+            token: new_token(),
+            entries: Vec::new(),
+            ids: IdMap::default(),
+            free: Vec::new(),
+            next_epoch: 1,
+            indexed: 0,
+        }
+    }
+
+    /// The slot of `j`'s entry, if `j` carries a current mark of this
+    /// table (Go: `j.held.owner == s`).
+    pub fn slot(&self, j: &Job) -> Option<usize> {
+        let (owner, mark) = j.mark();
+        if owner != self.token {
+            return None;
+        }
+        let slot = (mark & 0xffff_ffff) as usize;
+        let epoch = mark >> 32;
+        match self.entries.get(slot) {
+            Some(e) if e.epoch == epoch => Some(slot),
+            _ => None,
+        }
+    }
+
+    /// The slot of the entry of job ID `id`, if any.
+    pub fn slot_of_id(&self, id: &str) -> Option<usize> {
+        self.ids.get(id).map(|&s| s as usize)
+    }
+
+    /// Marks `j` as the value the entry of its ID is computed from, making
+    /// the entry if the ID is new, and starts the entry's `held` over.
+    pub fn claim(&mut self, j: &Job) -> usize {
+        let slot = match self.ids.get(j.id()) {
+            Some(&s) => s as usize,
+            None => {
+                let id: Arc<str> = Arc::from(j.id());
+                let entry = Entry {
+                    id: Arc::clone(&id),
+                    epoch: 0,
+                    indexed: false,
+                    held: Held::default(),
+                    part: None,
+                    memory: Memory::default(),
+                };
+                let s = match self.free.pop() {
+                    Some(s) => {
+                        self.entries[s as usize] = entry;
+                        s
+                    }
+                    None => {
+                        self.entries.push(entry);
+                        (self.entries.len() - 1) as u32
+                    }
+                };
+                self.ids.insert(id, s);
+                s as usize
+            }
+        };
+        let epoch = self.next_epoch;
+        self.next_epoch += 1;
+        let e = &mut self.entries[slot];
+        e.epoch = epoch;
+        e.held = Held::default();
+        j.set_mark(self.token, (epoch << 32) | slot as u64);
+        slot
+    }
+
+    /// Makes the marks of the entry's current value stale (Go: `owner =
+    /// nil`): the next refresh starts it over.
+    pub fn unmark(&mut self, slot: usize) {
+        self.entries[slot].epoch = 0;
+    }
+
+    /// Drops the entry of an ID that left the input, with its memory.
+    pub fn drop_slot(&mut self, slot: usize) {
+        let e = &mut self.entries[slot];
+        if e.indexed {
+            e.indexed = false;
+            self.indexed -= 1;
+        }
+        self.ids.remove(&e.id);
+        e.epoch = 0;
+        e.held = Held::default();
+        e.part = None;
+        e.memory = Memory::default();
+        self.free.push(slot as u32);
+    }
+
+    /// Whether the slot holds an entry (not freed).
+    pub fn in_use(&self, slot: usize) -> bool {
+        self.ids
+            .get(&*self.entries[slot].id)
+            .is_some_and(|&s| s as usize == slot)
+    }
+}
