@@ -160,17 +160,25 @@ impl Scenario {
             return Err(self.missing(&format!("{path}.cpu"), "CPU cores per node, such as 192"));
         }
         if !r.memory.set {
-            return Err(self.missing(&format!("{path}.memory"), "host memory per node, such as 2Ti"));
+            return Err(self.missing(
+                &format!("{path}.memory"),
+                "host memory per node, such as 2Ti",
+            ));
         }
         let m = gpu::lookup(&r.gpu);
         if !m.known {
             return Err(self.error(
                 &format!("{path}.gpu"),
-                format!("unknown GPU model {} (known: {})", quote(&r.gpu), known_models().join(", ")),
+                format!(
+                    "unknown GPU model {} (known: {})",
+                    quote(&r.gpu),
+                    known_models().join(", ")
+                ),
             ));
         }
         g.gpu = m.name.clone();
-        g.tier = parse_tier(&r.tier).map_err(|e| self.error(&format!("{path}.tier"), e.to_string()))?;
+        g.tier =
+            parse_tier(&r.tier).map_err(|e| self.error(&format!("{path}.tier"), e.to_string()))?;
         Ok(g)
     }
 
@@ -223,7 +231,8 @@ impl Scenario {
                 "how jobs arrive: {process: poisson, rate_per_hour: …}, trace or fixed",
             ));
         }
-        w.class = parse_class(&r.class).map_err(|e| self.error(&format!("{path}.class"), e.to_string()))?;
+        w.class = parse_class(&r.class)
+            .map_err(|e| self.error(&format!("{path}.class"), e.to_string()))?;
         w.mix = self.mix(path, r)?;
         w.arrival = self.arrival(&format!("{path}.arrival"), &r.arrival)?;
         let d = &r.duration;
@@ -264,7 +273,10 @@ impl Scenario {
     /// map's order in the file does not matter.
     fn mix(&self, path: &str, r: &RawWorkload) -> Result<Vec<Weighted>, Error> {
         if !r.profile.is_empty() && self.has(&format!("{path}.mix")) {
-            return Err(self.error(&format!("{path}.mix"), "give profile or mix, not both".into()));
+            return Err(self.error(
+                &format!("{path}.mix"),
+                "give profile or mix, not both".into(),
+            ));
         }
         if !r.profile.is_empty() {
             let profile = profiles::lookup(&r.profile)

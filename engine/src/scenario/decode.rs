@@ -169,7 +169,9 @@ enum Any {
     Seq(Vec<Any>),
     /// A mapping; `strings` when every key is tagged !!str (Go makes a
     /// map[string]interface{} of it).
-    Map { strings: bool },
+    Map {
+        strings: bool,
+    },
 }
 
 /// The decoder of one document.
@@ -516,11 +518,14 @@ impl<'t> Decoder<'t> {
             }
             self.merged_fields = Some(keys);
         }
-        let want_map = || Fatal::Fail("map merge requires map or sequence of maps as the value".into());
+        let want_map =
+            || Fatal::Fail("map merge requires map or sequence of maps as the value".into());
         let is_map = |d: &Self, id: NodeId| {
             let node = d.tree.node(id);
             match node.kind {
-                Kind::Alias => node.alias.is_none_or(|a| d.tree.node(a).kind == Kind::Mapping),
+                Kind::Alias => node
+                    .alias
+                    .is_none_or(|a| d.tree.node(a).kind == Kind::Mapping),
                 kind => kind == Kind::Mapping,
             }
         };
@@ -550,7 +555,9 @@ impl<'t> Decoder<'t> {
     /// decode.
     fn decode_any(&mut self, n: NodeId) -> Result<Option<Any>, Fatal> {
         if self.any_depth >= MAX_ANY_DEPTH {
-            return Err(Fatal::Fail(format!("exceeded max depth of {MAX_ANY_DEPTH}")));
+            return Err(Fatal::Fail(format!(
+                "exceeded max depth of {MAX_ANY_DEPTH}"
+            )));
         }
         let mut out = AnyTarget(None);
         self.any_depth += 1;

@@ -13,8 +13,8 @@ pub const HOUR: i64 = 60 * MINUTE;
 const UNITS: [(&str, u64); 8] = [
     ("ns", 1),
     ("us", 1_000),
-    ("µs", 1_000),  // U+00B5
-    ("μs", 1_000),  // U+03BC
+    ("µs", 1_000), // U+00B5
+    ("μs", 1_000), // U+03BC
     ("ms", 1_000_000),
     ("s", SECOND as u64),
     ("m", MINUTE as u64),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::Error;
 use super::decode::{Fatal, TypeError};
 use super::raw::known_fields;
-use super::yaml::{Kind, MERGE, MAP, NodeId, SEQ, SyntaxError, Tree};
+use super::yaml::{Kind, MAP, MERGE, NodeId, SEQ, SyntaxError, Tree};
 use crate::quote::go_quote;
 
 /// How deep the index follows the document. The schema is at most five
@@ -177,7 +177,12 @@ impl Index {
     /// A decoding error as an Error naming the field. yaml.v3 reports
     /// only lines, so the field is found by matching the key or value text
     /// on that line against the index.
-    pub fn decode_error(&self, file: &str, fatal: Option<&Fatal>, first: Option<&TypeError>) -> Error {
+    pub fn decode_error(
+        &self,
+        file: &str,
+        fatal: Option<&Fatal>,
+        first: Option<&TypeError>,
+    ) -> Error {
         let plain = |line: usize, message: String| Error {
             file: file.to_string(),
             line,
@@ -185,7 +190,14 @@ impl Index {
             message,
         };
         match (fatal, first) {
-            (Some(Fatal::Leaf { line, column, message }), _) => Error {
+            (
+                Some(Fatal::Leaf {
+                    line,
+                    column,
+                    message,
+                }),
+                _,
+            ) => Error {
                 file: file.to_string(),
                 line: *line,
                 field: Index::find(&self.values, *line, *column, None),
@@ -209,7 +221,11 @@ impl Index {
         // leaves the message as yaml.v3 wrote it.
         let unmatched = || at(0, String::new(), te.message());
         match te {
-            TypeError::UnknownField { line, name, go_type } => {
+            TypeError::UnknownField {
+                line,
+                name,
+                go_type,
+            } => {
                 if name.contains('\n') {
                     return unmatched();
                 }
@@ -227,7 +243,11 @@ impl Index {
                 let quoted = go_quote(key.as_bytes());
                 let inner = &quoted[1..quoted.len() - 1];
                 let field = Index::find(&self.keys, *line, 0, Some(inner));
-                at(*line, field, format!("given twice (first at line {first_line})"))
+                at(
+                    *line,
+                    field,
+                    format!("given twice (first at line {first_line})"),
+                )
             }
             TypeError::AlreadySet { .. } => unmatched(),
             TypeError::CannotUnmarshal {

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use super::duration::{SECOND, hours, seconds};
 use super::validate::MAX_HORIZON;
-use super::{CONSTANT, EXPONENTIAL, Error, FIXED, LOGNORMAL, POISSON, Scenario, TRACE, UNIFORM, Workload};
+use super::{
+    CONSTANT, EXPONENTIAL, Error, FIXED, LOGNORMAL, POISSON, Scenario, TRACE, UNIFORM, Workload,
+};
 use super::{Dist, Weighted};
 use crate::fmath;
 use crate::profiles::{Kind, Profile};
@@ -158,7 +160,8 @@ impl Scenario {
         let a = &g.w.arrival;
         if !traces.contains_key(&a.file) {
             let data = files.read(&a.file).map_err(|e| self.error(field, e))?;
-            let pods = trace::parse_pods(&data, &a.file).map_err(|e| self.error(field, e.to_string()))?;
+            let pods =
+                trace::parse_pods(&data, &a.file).map_err(|e| self.error(field, e.to_string()))?;
             traces.insert(a.file.clone(), pods);
         }
         let pods = &traces[&a.file];
@@ -292,7 +295,11 @@ impl Generator<'_> {
     fn emit(&mut self, at: i64, run: i64) {
         let w = self.w;
         let p = self.pick_profile().clone();
-        let run = if w.duration.dist.is_empty() { run } else { self.run_time() };
+        let run = if w.duration.dist.is_empty() {
+            run
+        } else {
+            self.run_time()
+        };
         let (n, gang) = if w.kind() == Some(Kind::Training) {
             let n = self.pick_gang();
             (n, n)
@@ -300,7 +307,11 @@ impl Generator<'_> {
             (w.replicas, 0)
         };
         let id = format!("{}-{:06}", w.name, self.out.len());
-        let models = self.models.get(&p.name).map(Vec::as_slice).unwrap_or_default();
+        let models = self
+            .models
+            .get(&p.name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let tasks = (0..n.max(0))
             .map(|k| {
                 let mut task = p.task(&format!("{id}-{k}"));

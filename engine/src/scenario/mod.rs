@@ -228,7 +228,10 @@ pub fn parse(data: impl AsRef<[u8]>, file: &str) -> Result<Scenario, Error> {
         message,
     };
     if data.len() > MAX_FILE_BYTES {
-        return Err(whole_file(format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
+        return Err(whole_file(format!(
+            "larger than {} MiB",
+            MAX_FILE_BYTES >> 20
+        )));
     }
     let text = yaml::decode_input(data).map_err(|e| index::syntax_error(file, &e))?;
     let mut reader = yaml::Reader::new(&text);

@@ -187,7 +187,11 @@ fn scalar<'t>(tree: &'t Tree, n: NodeId, what: &str) -> Result<&'t str, Fatal> {
     match node.kind {
         Kind::Scalar => Ok(&node.value),
         kind => {
-            let found = if kind == Kind::Sequence { "a list" } else { "a mapping" };
+            let found = if kind == Kind::Sequence {
+                "a list"
+            } else {
+                "a mapping"
+            };
             Err(leaf_err(tree, n, format!("{found} is not {what}")))
         }
     }
@@ -207,7 +211,11 @@ impl Target for Whole {
             scalar(tree, n, "a whole number")?;
             let node = tree.node(n);
             if tree.short_tag(n) != INT {
-                return Err(leaf_err(tree, n, format!("{} is not a whole number", quote(&node.value))));
+                return Err(leaf_err(
+                    tree,
+                    n,
+                    format!("{} is not a whole number", quote(&node.value)),
+                ));
             }
             // Go decodes the node again into an int64.
             let out_of_range = || leaf_err(tree, n, format!("{} is out of range", node.value));
@@ -238,10 +246,16 @@ impl Target for DurationField {
                 return Err(leaf_err(
                     tree,
                     n,
-                    format!("{} is not a duration (Go syntax with a unit: 90s, 30m, 2h, 168h)", quote(s)),
+                    format!(
+                        "{} is not a duration (Go syntax with a unit: 90s, 30m, 2h, 168h)",
+                        quote(s)
+                    ),
                 ));
             };
-            *self = DurationField { nanos: d, set: true };
+            *self = DurationField {
+                nanos: d,
+                set: true,
+            };
             Ok(())
         })())
     }
@@ -306,7 +320,11 @@ impl Target for MemField {
                     continue;
                 };
                 let Some(mib) = exact(num, kib, 1 << 10) else {
-                    return Err(leaf_err(tree, n, format!("{} is not a whole number of MiB", quote(s))));
+                    return Err(leaf_err(
+                        tree,
+                        n,
+                        format!("{} is not a whole number of MiB", quote(s)),
+                    ));
                 };
                 *self = MemField { mib, set: true };
                 return Ok(());
@@ -314,7 +332,10 @@ impl Target for MemField {
             Err(leaf_err(
                 tree,
                 n,
-                format!("{} needs a binary unit: Ki, Mi, Gi or Ti (such as 512Gi or 2Ti)", quote(s)),
+                format!(
+                    "{} needs a binary unit: Ki, Mi, Gi or Ti (such as 512Gi or 2Ti)",
+                    quote(s)
+                ),
             ))
         })())
     }
@@ -362,7 +383,16 @@ mod tests {
         assert_eq!(exact("1099511627776", 1, 1), Some(1 << 40));
         assert_eq!(exact("1099511627777", 1, 1), None);
         assert_eq!(exact("9999999999999999999", 1 << 30, 1 << 10), None);
-        for bad in ["", ".5", "5.", "1.2.3", "-1", "1e3", "+1", "12345678901234567890"] {
+        for bad in [
+            "",
+            ".5",
+            "5.",
+            "1.2.3",
+            "-1",
+            "1e3",
+            "+1",
+            "12345678901234567890",
+        ] {
             assert_eq!(exact(bad, 1, 1), None, "{bad:?}");
         }
     }

@@ -5,7 +5,10 @@
 use std::collections::BTreeSet;
 
 use super::duration::{HOUR, hours, human};
-use super::{CONSTANT, EXPONENTIAL, Error, FIXED, LOGNORMAL, NodeGroup, POISSON, Scenario, TRACE, UNIFORM, Workload};
+use super::{
+    CONSTANT, EXPONENTIAL, Error, FIXED, LOGNORMAL, NodeGroup, POISSON, Scenario, TRACE, UNIFORM,
+    Workload,
+};
 use crate::cluster::{LINK_ALL, LINK_NONE, LINK_PAIRS};
 use crate::gpu::{self, DEFAULT_HEADROOM};
 use crate::numfmt::{format_fixed, format_g};
@@ -31,7 +34,8 @@ fn is_name(s: &str) -> bool {
     let b = s.as_bytes();
     (1..=40).contains(&b.len())
         && b[0].is_ascii_lowercase()
-        && b.iter().all(|&c| c == b'-' || c.is_ascii_lowercase() || c.is_ascii_digit())
+        && b.iter()
+            .all(|&c| c == b'-' || c.is_ascii_lowercase() || c.is_ascii_digit())
         && b[b.len() - 1] != b'-'
 }
 
@@ -42,7 +46,8 @@ fn is_label(s: &str) -> bool {
     (1..=63).contains(&b.len())
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// "1 GPU", "8 GPUs".
@@ -77,7 +82,11 @@ impl Scenario {
         if self.duration <= 0 || self.duration > MAX_HORIZON {
             return Err(self.error(
                 "duration",
-                format!("{} must be more than 0 and at most {}", human(self.duration), human(MAX_HORIZON)),
+                format!(
+                    "{} must be more than 0 and at most {}",
+                    human(self.duration),
+                    human(MAX_HORIZON)
+                ),
             ));
         }
         self.validate_nodes()?;
@@ -98,7 +107,12 @@ impl Scenario {
         Ok(())
     }
 
-    fn check_name(&self, field: &str, name: &str, seen: &mut BTreeSet<String>) -> Result<(), Error> {
+    fn check_name(
+        &self,
+        field: &str,
+        name: &str,
+        seen: &mut BTreeSet<String>,
+    ) -> Result<(), Error> {
         if name.is_empty() {
             return Err(self.error(field, "missing".into()));
         }
@@ -156,7 +170,10 @@ impl Scenario {
         let m = gpu::lookup(&g.gpu);
         let field = |f: &str| format!("{path}.{f}");
         if g.count < 1 || g.count > MAX_NODES {
-            return Err(self.error(&field("count"), format!("{} must be ≥ 1 and ≤ {MAX_NODES}", g.count)));
+            return Err(self.error(
+                &field("count"),
+                format!("{} must be ≥ 1 and ≤ {MAX_NODES}", g.count),
+            ));
         }
         if !m.known || m.memory_mib <= 0 {
             return Err(self.error(
@@ -172,20 +189,32 @@ impl Scenario {
             return Err(self.error(&field("gpus"), format!("{} must be ≥ 1", g.gpus)));
         }
         if g.gpus > MAX_GPUS_PER_NODE {
-            return Err(self.error(&field("gpus"), format!("{} must be ≤ {MAX_GPUS_PER_NODE}", g.gpus)));
+            return Err(self.error(
+                &field("gpus"),
+                format!("{} must be ≤ {MAX_GPUS_PER_NODE}", g.gpus),
+            ));
         }
         if g.mig && !m.mig {
             return Err(self.error(&field("mig"), format!("{} does not support MIG", m.name)));
         }
         if g.cpu_milli <= 0 {
-            return Err(self.error(&field("cpu"), format!("{}m must be more than 0", g.cpu_milli)));
+            return Err(self.error(
+                &field("cpu"),
+                format!("{}m must be more than 0", g.cpu_milli),
+            ));
         }
         if g.memory_mib <= 0 {
-            return Err(self.error(&field("memory"), format!("{} MiB must be more than 0", g.memory_mib)));
+            return Err(self.error(
+                &field("memory"),
+                format!("{} MiB must be more than 0", g.memory_mib),
+            ));
         }
         // The tier is a `Tier` already: Go re-parses its string here.
         if !matches!(g.nvlink.as_str(), "" | LINK_NONE | LINK_ALL | LINK_PAIRS) {
-            return Err(self.error(&field("nvlink"), format!("{} must be none, all or pairs", quote(&g.nvlink))));
+            return Err(self.error(
+                &field("nvlink"),
+                format!("{} must be none, all or pairs", quote(&g.nvlink)),
+            ));
         }
         for (j, leaf) in g.leaves.iter().enumerate() {
             let field = format!("{path}.leaves[{j}]");
@@ -211,18 +240,27 @@ impl Scenario {
             let field = |f: &str| format!("{path}.{f}");
             self.check_name(&field("name"), &t.name, &mut names)?;
             if t.guaranteed_gpus < 0 {
-                return Err(self.error(&field("guaranteed_gpus"), format!("{} must be ≥ 0", t.guaranteed_gpus)));
+                return Err(self.error(
+                    &field("guaranteed_gpus"),
+                    format!("{} must be ≥ 0", t.guaranteed_gpus),
+                ));
             }
             if t.guaranteed_gpus > total {
                 return Err(self.error(
                     &field("guaranteed_gpus"),
-                    format!("{} is more than the cluster's {total} GPUs", t.guaranteed_gpus),
+                    format!(
+                        "{} is more than the cluster's {total} GPUs",
+                        t.guaranteed_gpus
+                    ),
                 ));
             }
             if t.burst_gpus < t.guaranteed_gpus {
                 return Err(self.error(
                     &field("burst_gpus"),
-                    format!("{} is below guaranteed_gpus {}", t.burst_gpus, t.guaranteed_gpus),
+                    format!(
+                        "{} is below guaranteed_gpus {}",
+                        t.burst_gpus, t.guaranteed_gpus
+                    ),
                 ));
             }
             if t.burst_gpus > total {
@@ -232,7 +270,10 @@ impl Scenario {
                 ));
             }
             if !positive(t.weight) {
-                return Err(self.error(&field("weight"), format!("{} must be a number more than 0", v(t.weight))));
+                return Err(self.error(
+                    &field("weight"),
+                    format!("{} must be a number more than 0", v(t.weight)),
+                ));
             }
             if t.classes.is_empty() {
                 return Err(self.error(
@@ -244,7 +285,10 @@ impl Scenario {
             // cannot be one.
             for (j, c) in t.classes.iter().enumerate() {
                 if t.classes.iter().position(|x| x == c) < Some(j) {
-                    return Err(self.error(&format!("{path}.classes[{j}]"), format!("{c} is listed twice")));
+                    return Err(self.error(
+                        &format!("{path}.classes[{j}]"),
+                        format!("{c} is listed twice"),
+                    ));
                 }
             }
             guaranteed += t.guaranteed_gpus;
@@ -252,7 +296,9 @@ impl Scenario {
         if guaranteed > total {
             return Err(self.error(
                 "teams",
-                format!("guaranteed_gpus add up to {guaranteed}, more than the cluster's {total} GPUs"),
+                format!(
+                    "guaranteed_gpus add up to {guaranteed}, more than the cluster's {total} GPUs"
+                ),
             ));
         }
         Ok(())
@@ -262,14 +308,22 @@ impl Scenario {
         if self.teams.is_empty() {
             return "none are defined".into();
         }
-        self.teams.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+        self.teams
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn validate_workload(&self, path: &str, w: &Workload) -> Result<(), Error> {
         let Some(t) = self.teams.iter().find(|t| t.name == w.team) else {
             return Err(self.error(
                 &format!("{path}.team"),
-                format!("{} is not a team (teams: {})", quote(&w.team), self.team_names()),
+                format!(
+                    "{} is not a team (teams: {})",
+                    quote(&w.team),
+                    self.team_names()
+                ),
             ));
         };
         if !t.classes.contains(&w.class) {
@@ -307,9 +361,13 @@ impl Scenario {
         let kind = first.profile.kind;
         for (i, m) in w.mix.iter().enumerate() {
             let field = self.mix_field(path, w, i);
-            let p = profiles::lookup(&m.profile.name).map_err(|e| self.error(&field, e.to_string()))?;
+            let p =
+                profiles::lookup(&m.profile.name).map_err(|e| self.error(&field, e.to_string()))?;
             if !positive(m.weight) {
-                return Err(self.error(&field, format!("weight {} must be a number more than 0", v(m.weight))));
+                return Err(self.error(
+                    &field,
+                    format!("weight {} must be a number more than 0", v(m.weight)),
+                ));
             }
             if p.kind != kind {
                 return Err(self.error(
@@ -367,7 +425,10 @@ impl Scenario {
         if ![POISSON, TRACE, FIXED].contains(&a.process.as_str()) {
             return Err(self.error(
                 &field("process"),
-                format!("unknown process {} (known: poisson, trace, fixed)", quote(&a.process)),
+                format!(
+                    "unknown process {} (known: poisson, trace, fixed)",
+                    quote(&a.process)
+                ),
             ));
         }
         if a.process != POISSON && a.rate_per_hour != 0.0 {
@@ -419,10 +480,16 @@ impl Scenario {
             }
             _ => {
                 if a.at.is_empty() {
-                    return Err(self.error(&field("at"), "missing: the arrival times, such as [0s, 10m]".into()));
+                    return Err(self.error(
+                        &field("at"),
+                        "missing: the arrival times, such as [0s, 10m]".into(),
+                    ));
                 }
                 if a.at.len() > MAX_ARRIVALS {
-                    return Err(self.error(&field("at"), format!("{} times, more than {MAX_ARRIVALS}", a.at.len())));
+                    return Err(self.error(
+                        &field("at"),
+                        format!("{} times, more than {MAX_ARRIVALS}", a.at.len()),
+                    ));
                 }
                 for (i, &at) in a.at.iter().enumerate() {
                     if at < 0 || at >= self.duration {
@@ -455,7 +522,10 @@ impl Scenario {
             ));
         }
         if d.dist.is_empty() {
-            return Err(self.error(&field("dist"), "missing: exponential, lognormal, fixed or uniform".into()));
+            return Err(self.error(
+                &field("dist"),
+                "missing: exponential, lognormal, fixed or uniform".into(),
+            ));
         }
         let want: &[&str] = match d.dist.as_str() {
             EXPONENTIAL => &["mean"],
@@ -483,7 +553,11 @@ impl Scenario {
             if is_set && !want.contains(&f) {
                 return Err(self.error(
                     &field(f),
-                    format!("not used by dist: {} (it takes {})", d.dist, want.join(" and ")),
+                    format!(
+                        "not used by dist: {} (it takes {})",
+                        d.dist,
+                        want.join(" and ")
+                    ),
                 ));
             }
         }
@@ -491,7 +565,11 @@ impl Scenario {
             if v <= 0 || v > MAX_HORIZON {
                 return Err(self.error(
                     &field(f),
-                    format!("{} must be more than 0 and at most {}", human(v), human(MAX_HORIZON)),
+                    format!(
+                        "{} must be more than 0 and at most {}",
+                        human(v),
+                        human(MAX_HORIZON)
+                    ),
                 ));
             }
             Ok(())
@@ -541,7 +619,10 @@ impl Scenario {
                 ));
             }
             if w.checkpoint_every != 0 {
-                return Err(self.error(&field("checkpoint_every"), "only for training workloads".into()));
+                return Err(self.error(
+                    &field("checkpoint_every"),
+                    "only for training workloads".into(),
+                ));
             }
             return Ok(());
         }
@@ -552,7 +633,10 @@ impl Scenario {
             ));
         }
         if w.gang.sizes.is_empty() {
-            return Err(self.error(&field("gang.sizes"), "missing: tasks per job, such as [8, 16]".into()));
+            return Err(self.error(
+                &field("gang.sizes"),
+                "missing: tasks per job, such as [8, 16]".into(),
+            ));
         }
         if w.gang.weights.len() != w.gang.sizes.len() {
             return Err(self.error(

@@ -238,8 +238,7 @@ impl<'a> Reader<'a> {
                 }
                 Event::MappingStart(anchor, tag) => {
                     let tag = explicit_tag(tag.as_deref()).unwrap_or_else(|| MAP.to_string());
-                    tree.nodes
-                        .push(new_node(Kind::Mapping, tag, String::new()));
+                    tree.nodes.push(new_node(Kind::Mapping, tag, String::new()));
                     self.anchor(anchor, id);
                 }
             }
@@ -515,7 +514,9 @@ fn resolve_plain(tag: &str, input: &str) -> Resolved {
         None => 'N',
         Some(b'+' | b'-') => 'S',
         Some(b'0'..=b'9') => 'D',
-        Some(b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O' | b'~' | b'<') => 'M',
+        Some(b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O' | b'~' | b'<') => {
+            'M'
+        }
         Some(b'.') => '.',
         Some(_) => '\0',
     };

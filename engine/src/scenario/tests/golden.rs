@@ -58,11 +58,18 @@ fn regenerate(golden: &str) -> String {
             out += "\n";
             continue;
         }
-        let Some(path) = l.strip_prefix("scenario ").and_then(|r| r.split(' ').next()) else {
+        let Some(path) = l
+            .strip_prefix("scenario ")
+            .and_then(|r| r.split(' ').next())
+        else {
             continue;
         };
         let s = load(repo(path).to_str().unwrap(), path);
-        out += &format!("scenario {path} gpus {} load {}\n", s.gpus(), format_g(s.offered_load(), None));
+        out += &format!(
+            "scenario {path} gpus {} load {}\n",
+            s.gpus(),
+            format_g(s.offered_load(), None)
+        );
         let seeds: Vec<i64> = if path.ends_with("week-1000.yaml") {
             vec![s.seed]
         } else {
@@ -87,7 +94,8 @@ fn regenerate(golden: &str) -> String {
 
 #[test]
 fn job_streams_are_the_go_builds() {
-    let golden = std::fs::read_to_string(repo("engine/src/scenario/testdata/jobs_golden.txt")).unwrap();
+    let golden =
+        std::fs::read_to_string(repo("engine/src/scenario/testdata/jobs_golden.txt")).unwrap();
     let got = regenerate(&golden);
     for (g, w) in got.lines().zip(golden.lines()) {
         assert_eq!(g, w, "the Rust build's line differs from the Go build's");
@@ -98,7 +106,10 @@ fn job_streams_are_the_go_builds() {
         for entry in std::fs::read_dir(repo(dir)).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             if name.ends_with(".yaml") {
-                assert!(golden.contains(&format!("scenario {dir}/{name} ")), "{dir}/{name} is not in the golden file");
+                assert!(
+                    golden.contains(&format!("scenario {dir}/{name} ")),
+                    "{dir}/{name} is not in the golden file"
+                );
             }
         }
     }

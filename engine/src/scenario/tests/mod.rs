@@ -67,7 +67,9 @@ pub(super) fn want_error<T: std::fmt::Debug>(result: Result<T, Error>, want: &st
 
 /// The repository's root, for the shipped scenarios and docs.
 pub(super) fn repo(path: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path)
 }
 
 /// Reads and parses a scenario file, named as the Go tests name it.
