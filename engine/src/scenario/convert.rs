@@ -119,7 +119,7 @@ fn clean(path: &str) -> String {
 
 /// The canonical names of the GPU models a node group may use: those
 /// whose memory is known.
-pub(super) fn known_models() -> Vec<&'static str> {
+pub(crate) fn known_models() -> Vec<&'static str> {
     gpu::catalog()
         .iter()
         .filter(|m| m.memory_mib > 0)

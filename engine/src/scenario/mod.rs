@@ -18,7 +18,7 @@
 //! `jobs` asks its caller for the text of the trace files that `trace`
 //! arrivals name.
 
-mod convert;
+pub(crate) mod convert;
 mod decode;
 pub mod duration;
 mod index;
