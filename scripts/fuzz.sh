@@ -19,6 +19,7 @@ targets=(
     "trace_nodes engine/src/trace/testdata/nodes_*.csv engine/src/trace/testdata/bad/nodes_*.csv"
     "trace_pods engine/src/trace/testdata/pods_*.csv engine/src/trace/testdata/bad/pods_*.csv"
     "mig_layout fuzz/seeds/mig_layout/*"
+    "scenario_yaml scenarios/*.yaml go/internal/scenario/testdata/*.yaml go/internal/sim/mixed/testdata/*.yaml fuzz/seeds/scenario_yaml/*"
 )
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

@@ -27,7 +27,11 @@ pub fn check_nodes(data: &[u8]) {
     }
     let again = trace::parse_nodes(&out, "again.csv")
         .unwrap_or_else(|e| panic!("re-reading accepted nodes: {e}\n{out}"));
-    assert_eq!(without_node_lines(again), without_node_lines(nodes), "round trip");
+    assert_eq!(
+        without_node_lines(again),
+        without_node_lines(nodes),
+        "round trip"
+    );
 }
 
 /// Fuzzes `trace::parse_pods`.
@@ -74,7 +78,11 @@ pub fn check_pods(data: &[u8]) {
     }
     let again = trace::parse_pods(&out, "again.csv")
         .unwrap_or_else(|e| panic!("re-reading accepted pods: {e}\n{out}"));
-    assert_eq!(without_pod_lines(again), without_pod_lines(pods), "round trip");
+    assert_eq!(
+        without_pod_lines(again),
+        without_pod_lines(pods),
+        "round trip"
+    );
 }
 
 /// The shape every failure must have: a position that makes sense and a
@@ -151,19 +159,85 @@ pub fn check_mig_layout(data: &[u8]) {
         }
         let mut used = 0u8;
         for pl in layout.iter() {
-            let p = m.profile(&pl.profile).expect("a valid layout's profiles exist");
-            assert!(pl.start >= 0 && pl.start + p.memory <= MEMORY_SLICES, "{layout} on {}: outside the GPU", m.name);
+            let p = m
+                .profile(&pl.profile)
+                .expect("a valid layout's profiles exist");
+            assert!(
+                pl.start >= 0 && pl.start + p.memory <= MEMORY_SLICES,
+                "{layout} on {}: outside the GPU",
+                m.name
+            );
             let mask = p.mask(pl.start);
             assert_eq!(used & mask, 0, "{layout} on {}: instances overlap", m.name);
             used |= mask;
         }
         for p in &m.profiles {
-            let places = m.free_placements(&layout, &p.name).expect("a valid layout and a known profile");
+            let places = m
+                .free_placements(&layout, &p.name)
+                .expect("a valid layout and a known profile");
             for pl in places {
                 let mut grown = layout.clone();
                 grown.push(pl.clone());
-                assert!(m.validate(&grown).is_ok(), "{pl} offered beside {layout} on {} breaks it", m.name);
+                assert!(
+                    m.validate(&grown).is_ok(),
+                    "{pl} offered beside {layout} on {} breaks it",
+                    m.name
+                );
             }
+        }
+    }
+}
+
+/// Fuzzes `scenario::parse` as the Go build's FuzzParse
+/// (go/internal/scenario/fuzz_test.go) does: any input gives a Scenario or
+/// an error naming the file; a Scenario revalidates, builds its nodes and,
+/// when small, jobs that validate.
+pub fn check_scenario(data: &[u8]) {
+    use partita_engine::scenario::{self, TRACE};
+    let s = match scenario::parse(data, "fuzz.yaml") {
+        Ok(s) => s,
+        Err(e) => {
+            assert!(
+                e.file == "fuzz.yaml" && !e.message.is_empty(),
+                "error {e:?} does not name the file and the problem"
+            );
+            return;
+        }
+    };
+    if let Err(e) = s.validate() {
+        panic!("accepted, then validate says: {e}");
+    }
+    if s.gpus() > 4096 {
+        return; // valid, but too big to build in a fuzz iteration
+    }
+    if let Err(e) = s.nodes() {
+        panic!("accepted, then nodes says: {e}");
+    }
+    let mut expected = 0.0;
+    for w in &s.workloads {
+        if w.arrival.process == TRACE {
+            return; // reads files
+        }
+        let mut tasks = w.replicas.max(1) as f64;
+        for &size in &w.gang.sizes {
+            tasks = tasks.max(size as f64);
+        }
+        expected += (w.arrival.rate_per_hour * scenario::duration::hours(s.duration)
+            + w.arrival.at.len() as f64)
+            * tasks;
+    }
+    if expected > 10_000.0 {
+        return;
+    }
+    let mut no_files =
+        |path: &str| -> Result<Vec<u8>, String> { panic!("read {path}: no trace arrivals") };
+    let arrivals = match s.jobs(s.seed, &mut no_files) {
+        Ok(a) => a,
+        Err(e) => panic!("accepted, then jobs says: {e}"),
+    };
+    for a in arrivals {
+        if let Err(e) = a.job.validate(None) {
+            panic!("job {} does not validate: {e}", a.job.id);
         }
     }
 }
