@@ -1,1 +1,6 @@
-//! The scheduler's tests.
+//! The scheduler's tests: the Go build's, ported beside its fixtures
+//! (`helpers.rs`), and the decisions of random worlds against the Go
+//! build's (`golden.rs`).
+
+mod golden;
+mod helpers;
