@@ -245,11 +245,7 @@ impl Scenario {
             max: d.max.nanos,
         };
         match w.kind() {
-            Some(Kind::Inference) => {
-                if !self.has(&format!("{path}.replicas")) {
-                    w.replicas = 1;
-                }
-            }
+            Some(Kind::Inference) if !self.has(&format!("{path}.replicas")) => w.replicas = 1,
             Some(Kind::Training) => {
                 if !self.has(&format!("{path}.gang")) {
                     w.gang = Gang {
@@ -264,7 +260,7 @@ impl Scenario {
                     w.gang.weights = vec![1.0; w.gang.sizes.len()];
                 }
             }
-            None => {}
+            _ => {}
         }
         Ok(w)
     }

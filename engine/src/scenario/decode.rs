@@ -241,11 +241,11 @@ impl<'t> Decoder<'t> {
             Kind::Alias => return self.alias(n, |d, target| d.unmarshal(target, out)),
             _ => {}
         }
-        if self.tree.short_tag(n) != NULL {
-            if let Some(result) = out.unmarshal_yaml(self.tree, n) {
-                result?;
-                return Ok(true);
-            }
+        if self.tree.short_tag(n) != NULL
+            && let Some(result) = out.unmarshal_yaml(self.tree, n)
+        {
+            result?;
+            return Ok(true);
         }
         match node.kind {
             Kind::Scalar => self.scalar(n, out),
@@ -420,10 +420,10 @@ impl<'t> Decoder<'t> {
             if !self.unmarshal(k, &mut name)? {
                 continue;
             }
-            if let Some(merged) = merged.as_mut() {
-                if !merged.insert(name.clone()) {
-                    continue;
-                }
+            if let Some(merged) = merged.as_mut()
+                && !merged.insert(name.clone())
+            {
+                continue;
             }
             if let Some(i) = names.iter().position(|f| *f == name) {
                 if done[i] {
@@ -465,10 +465,10 @@ impl<'t> Decoder<'t> {
             if !self.unmarshal(k, &mut key)? {
                 continue;
             }
-            if let Some(merged) = merged.as_mut() {
-                if !merged.insert(key.clone()) {
-                    continue;
-                }
+            if let Some(merged) = merged.as_mut()
+                && !merged.insert(key.clone())
+            {
+                continue;
             }
             let mut e = 0.0f64;
             let good = self.unmarshal(v, &mut e)?;
@@ -646,10 +646,10 @@ impl Target for AnyTarget {
                 // Go prints the key with %#v; this names only its kind.
                 return Err(Fatal::Fail(format!("invalid map key: {key:?}")));
             }
-            if let (Some(merged), Any::Str(s)) = (merged.as_ref(), &key) {
-                if merged.contains(s) {
-                    continue;
-                }
+            if let (Some(merged), Any::Str(s)) = (merged.as_ref(), &key)
+                && merged.contains(s)
+            {
+                continue;
             }
             d.decode_any(v)?;
         }

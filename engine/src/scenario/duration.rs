@@ -27,11 +27,11 @@ pub fn parse_duration(text: &str) -> Option<i64> {
     const LIMIT: u64 = 1 << 63;
     let mut s = text.as_bytes();
     let mut neg = false;
-    if let Some(&c) = s.first() {
-        if c == b'-' || c == b'+' {
-            neg = c == b'-';
-            s = &s[1..];
-        }
+    if let Some(&c) = s.first()
+        && (c == b'-' || c == b'+')
+    {
+        neg = c == b'-';
+        s = &s[1..];
     }
     if s == b"0" {
         return Some(0);

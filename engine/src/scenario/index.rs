@@ -99,10 +99,11 @@ impl Index {
         let node = tree.node(v);
         match node.kind {
             Kind::Alias => {
-                if let Some(target) = node.alias {
-                    if depth + 1 <= MAX_INDEX_DEPTH && self.values.len() < MAX_INDEX_ENTRIES {
-                        self.merge(tree, target, path, depth + 1);
-                    }
+                if let Some(target) = node.alias
+                    && depth < MAX_INDEX_DEPTH
+                    && self.values.len() < MAX_INDEX_ENTRIES
+                {
+                    self.merge(tree, target, path, depth + 1);
                 }
             }
             Kind::Mapping => self.walk(tree, v, path, depth),
@@ -166,10 +167,10 @@ impl Index {
 
     /// The full text of the value at `path` (yaml.v3 shortens it).
     fn value(&self, path: &str, short: &[u8]) -> Vec<u8> {
-        if !path.is_empty() {
-            if let Some(p) = self.values.iter().find(|p| p.path == path) {
-                return p.text.as_bytes().to_vec();
-            }
+        if !path.is_empty()
+            && let Some(p) = self.values.iter().find(|p| p.path == path)
+        {
+            return p.text.as_bytes().to_vec();
         }
         short.to_vec()
     }

@@ -132,7 +132,7 @@ impl Scenario {
             }
             TRACE => {
                 let field = format!("workloads[{i}].arrival.file");
-                self.from_trace(&mut g, &field, files, traces)?;
+                self.trace_arrivals(&mut g, &field, files, traces)?;
             }
             other => {
                 return Err(self.error(
@@ -150,7 +150,7 @@ impl Scenario {
     /// time, both multiplied by time_scale. A pod without a deletion time
     /// runs to the end of the horizon. Pods without GPUs are left out: the
     /// trace gives timing only, and the workload's profile the demand.
-    fn from_trace(
+    fn trace_arrivals(
         &self,
         g: &mut Generator,
         field: &str,
@@ -273,7 +273,8 @@ pub(super) fn stream_seed(seed: i64, name: &str) -> i64 {
 /// horizon rather than overflowing (NaN saturates too).
 fn from_seconds(t: f64) -> i64 {
     let limit = (MAX_HORIZON / SECOND) as f64;
-    if !(t < limit) {
+    // Written so that NaN saturates too.
+    if t.is_nan() || t >= limit {
         return MAX_HORIZON;
     }
     (t * SECOND as f64) as i64

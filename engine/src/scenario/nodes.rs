@@ -123,12 +123,12 @@ impl NodeGroup {
             return f64::from(p.gpus.max(1));
         }
         let m = gpu::lookup(&self.gpu);
-        if self.mig {
-            if let Ok(mp) = m.profile_for(p.peak_memory_mib, p.compute, DEFAULT_HEADROOM) {
-                return mp
-                    .compute_share()
-                    .max(f64::from(mp.memory) / f64::from(MEMORY_SLICES));
-            }
+        if self.mig
+            && let Ok(mp) = m.profile_for(p.peak_memory_mib, p.compute, DEFAULT_HEADROOM)
+        {
+            return mp
+                .compute_share()
+                .max(f64::from(mp.memory) / f64::from(MEMORY_SLICES));
         }
         1f64.min(p.compute.max(need_mib(p) / m.memory_mib as f64))
     }

@@ -363,7 +363,7 @@ fn exact(num: &str, mul: i64, div: i64) -> Option<i64> {
     let digits: u128 = format!("{int}{frac}").parse().ok()?;
     let numerator = digits * mul as u128;
     let denominator = 10u128.pow(frac.len() as u32) * div as u128;
-    if numerator % denominator != 0 || numerator / denominator > MAX_QUANTITY {
+    if !numerator.is_multiple_of(denominator) || numerator / denominator > MAX_QUANTITY {
         return None;
     }
     i64::try_from(numerator / denominator).ok()

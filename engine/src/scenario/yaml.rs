@@ -436,7 +436,7 @@ fn utf8_problem(bad: &[u8]) -> &'static str {
 }
 
 fn utf16(data: &[u8], word: fn([u8; 2]) -> u16) -> Result<String, SyntaxError> {
-    if data.len() % 2 != 0 {
+    if !data.len().is_multiple_of(2) {
         return Err(SyntaxError::new(0, "incomplete UTF-16 character"));
     }
     let words = data.chunks_exact(2).map(|c| word([c[0], c[1]]));
@@ -501,10 +501,10 @@ pub(crate) fn resolve(tag: &str, input: &str) -> Result<Resolved, String> {
     if tag.is_empty() || tag == rtag || tag == STR {
         return Ok(out);
     }
-    if tag == FLOAT {
-        if let Resolved::Int(v) = out {
-            return Ok(Resolved::Float(v as f64));
-        }
+    if tag == FLOAT
+        && let Resolved::Int(v) = out
+    {
+        return Ok(Resolved::Float(v as f64));
     }
     Err(format!("cannot decode {rtag} `{input}` as a {tag}"))
 }
@@ -563,10 +563,10 @@ fn resolve_plain(tag: &str, input: &str) -> Resolved {
                     if let Some(v) = parse_uint(digits, base) {
                         return Resolved::Uint(v);
                     }
-                } else if let Some(digits) = plain.strip_prefix(&format!("-{prefix}")) {
-                    if let Some(v) = parse_int(&format!("-{digits}"), base) {
-                        return Resolved::Int(v);
-                    }
+                } else if let Some(digits) = plain.strip_prefix(&format!("-{prefix}"))
+                    && let Some(v) = parse_int(&format!("-{digits}"), base)
+                {
+                    return Resolved::Int(v);
                 }
             }
         }
@@ -688,7 +688,7 @@ fn is_timestamp(s: &str) -> bool {
     let Some((month, day)) = date else {
         return false;
     };
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
@@ -765,7 +765,7 @@ pub(crate) fn decode_base64(s: &str) -> Option<Vec<u8>> {
         } as u32)
     };
     let chars: Vec<u8> = s.bytes().filter(|c| !matches!(c, b'\r' | b'\n')).collect();
-    if chars.len() % 4 != 0 {
+    if !chars.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(chars.len() / 4 * 3);
