@@ -20,10 +20,15 @@ use crate::placement::Request;
 use crate::workload::Kind;
 
 impl Scheduler {
-    /// Decides what to start, preempt, move and re-partition now. It takes
-    /// `input.waiting`, leaving `None`.
+    /// Decides what to start, preempt, move and re-partition now. A full
+    /// cycle takes `input.waiting` for its own, leaving `None`; a light one
+    /// leaves it.
     pub fn cycle(&mut self, input: &mut Input<'_>) -> Decision {
-        let recycled = input.waiting.take();
+        let recycled = if input.only.is_none() {
+            input.waiting.take()
+        } else {
+            None
+        };
         let input: &Input<'_> = input;
         let mut c = self.snapshot(input);
         self.settle_promises(&mut c);

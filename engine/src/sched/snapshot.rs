@@ -146,7 +146,8 @@ impl Scheduler {
         // soon as they outnumber the live ones: a world that builds its
         // jobs anew each cycle (Kubernetes does) indexes each job again
         // every cycle.
-        let prune = self.cycles.is_multiple_of(256) || self.table.indexed > 2 * input.jobs.len() + 1024;
+        let prune =
+            self.cycles.is_multiple_of(256) || self.table.indexed > 2 * input.jobs.len() + 1024;
         // Which slot each job of the input holds: a read of the job's mark
         // (lifetimes keep no reference to a job across cycles, so the
         // table learns where this cycle's jobs are from them).

@@ -184,8 +184,8 @@ pub struct Input<'a> {
     pub gone: &'a [&'a Job],
     /// The `waiting` map of an earlier decision that the world reads no
     /// more, for a full cycle to clear and fill again (each full cycle of
-    /// a busy week filled a map of thousands of entries). The cycle takes
-    /// it, leaving `None`.
+    /// a busy week filled a map of thousands of entries). A full cycle
+    /// takes it, leaving `None`; a light cycle leaves it.
     pub waiting: Option<WaitMap>,
 }
 

@@ -2,5 +2,9 @@
 //! (`helpers.rs`), and the decisions of random worlds against the Go
 //! build's (`golden.rs`).
 
+mod config;
+mod cycle;
+mod gang;
 mod golden;
 mod helpers;
+mod reserve;
