@@ -8,7 +8,9 @@
 //! other error.
 
 pub mod bench_fill;
+pub mod bench_mixed;
 pub mod mig;
+pub mod sim;
 
 use std::fmt;
 use std::io::Write;
@@ -36,6 +38,8 @@ pub enum Command {
     Bench(BenchCommand),
     /// MIG geometry: list layouts, check where a profile fits
     Mig(mig::MigCommand),
+    /// a small demo: place a mixed inference and training workload with several policies
+    Sim(sim::SimArgs),
 }
 
 /// `partita bench <subcommand>`.
@@ -46,11 +50,13 @@ pub struct BenchCommand {
     pub command: BenchSubcommand,
 }
 
-/// The benchmarks. `mixed` and `api` are still to be ported.
+/// The benchmarks. `api` is still to be ported.
 #[derive(Debug, Subcommand)]
 pub enum BenchSubcommand {
     /// the FGD fill protocol on the Alibaba trace: unallocated GPUs as the arrived workload grows
     Fill(bench_fill::BenchFillArgs),
+    /// inference and training over a simulated week under each scheduler: utilization, waits, guarantees, fairness
+    Mixed(bench_mixed::BenchMixedArgs),
 }
 
 impl Command {
@@ -60,8 +66,10 @@ impl Command {
         match self {
             Command::Bench(b) => match b.command {
                 BenchSubcommand::Fill(_) => "bench fill",
+                BenchSubcommand::Mixed(_) => "bench mixed",
             },
             Command::Mig(m) => m.command.error_prefix(),
+            Command::Sim(_) => "sim",
         }
     }
 }
@@ -72,8 +80,10 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
     match &cli.command {
         Command::Bench(b) => match &b.command {
             BenchSubcommand::Fill(args) => bench_fill::run(args, stdout, stderr),
+            BenchSubcommand::Mixed(args) => bench_mixed::run(args, stdout, stderr),
         },
         Command::Mig(m) => mig::run(m, stdout),
+        Command::Sim(args) => sim::run(args, stdout),
     }
 }
 
