@@ -173,8 +173,12 @@ func runBenchMixed(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%-9s %8s %8s %4s %10s %10s %8s %6s %7s\n", "scheduler", "useful", "alloc", "OOM", "prod p95", "batch p95", "viol.", "Jain", "preempt")
 	for _, r := range results {
-		fmt.Fprintf(stdout, "%-9s %8.3f %8.3f %4d %9.0fs %9.0fs %7.0fs %6.3f %7d\n", r.Scheduler, r.UsefulUtilization, r.AllocatedUtilization,
-			r.OOMEvents, r.WaitP95["production"], r.WaitP95["batch"], r.GuaranteeViolation, r.JainFairness, r.Preemptions)
+		jain := "n/a" // no sample
+		if r.JainFairness != nil {
+			jain = fmt.Sprintf("%.3f", *r.JainFairness)
+		}
+		fmt.Fprintf(stdout, "%-9s %8.3f %8.3f %4d %9.0fs %9.0fs %7.0fs %6s %7d\n", r.Scheduler, r.UsefulUtilization, r.AllocatedUtilization,
+			r.OOMEvents, r.WaitP95["production"], r.WaitP95["batch"], r.GuaranteeViolation, jain, r.Preemptions)
 	}
 	return 0
 }

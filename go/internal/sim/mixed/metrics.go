@@ -23,16 +23,18 @@ type Result struct {
 	AllocatedUtilization float64            `json:"allocated_utilization"`
 	OOMEvents            int                `json:"oom_events"`
 	WaitP95              map[string]float64 `json:"wait_p95_s"`
-	JCTP50               float64            `json:"jct_p50_s"`
-	GuaranteeViolation   float64            `json:"guarantee_violation_s"`
+	// JCTP50 is nil when no job finished: a metric with no sample is
+	// null in JSON, not 0 (since 2026-12-05; so are JainFairness and the
+	// owed waits' statistics).
+	JCTP50             *float64 `json:"jct_p50_s"`
+	GuaranteeViolation float64  `json:"guarantee_violation_s"`
 	// GuaranteeViolationOwed is GuaranteeViolation with each job's 60 s
 	// plus grace counted from the moment it became owed, not from its
 	// queueing (docs/metrics.md).
-	GuaranteeViolationOwed float64 `json:"guarantee_violation_owed_s"`
-	JainFairness           float64 `json:"jain_fairness"`
+	GuaranteeViolationOwed float64  `json:"guarantee_violation_owed_s"`
+	JainFairness           *float64 `json:"jain_fairness"`
 	// JainSamples counts the samples JainFairness averages: those with
-	// every team backlogged. With none, JainFairness is 0 and means
-	// nothing.
+	// every team backlogged. With none, JainFairness is nil (null).
 	JainSamples  int     `json:"jain_samples"`
 	Preemptions  int     `json:"preemptions"`
 	LostGPUHours float64 `json:"lost_gpu_hours"`
@@ -62,12 +64,13 @@ type Result struct {
 	// OwedWaits counts the waits of jobs owed their team's guarantee
 	// while they waited (served, or still waiting at the end), from when
 	// they became owed; OwedWaitsLate those over 60 s plus the grace; the
-	// rest is their distribution (docs/metrics.md).
+	// rest is their distribution (docs/metrics.md), nil without an owed
+	// wait.
 	OwedWaits           int                `json:"owed_waits"`
 	OwedWaitsLate       int                `json:"owed_waits_late"`
-	OwedWaitP50         float64            `json:"owed_wait_p50_s"`
-	OwedWaitP99         float64            `json:"owed_wait_p99_s"`
-	OwedWaitMax         float64            `json:"owed_wait_max_s"`
+	OwedWaitP50         *float64           `json:"owed_wait_p50_s"`
+	OwedWaitP99         *float64           `json:"owed_wait_p99_s"`
+	OwedWaitMax         *float64           `json:"owed_wait_max_s"`
 	MIGReconfigurations int                `json:"mig_reconfigurations"`
 	Migrations          int                `json:"migrations"`
 	Jobs                int                `json:"jobs"`
@@ -740,13 +743,17 @@ func (m *metrics) result(w *world) *Result {
 	r.OwedLateBehindTeam = m.owedLateBehind
 	limit := owedLimit(w).Seconds()
 	r.OwedWaits = len(m.owedWaits)
+	longest := 0.0
 	for _, s := range m.owedWaits {
 		if s > limit {
 			r.OwedWaitsLate++
 		}
-		r.OwedWaitMax = max(r.OwedWaitMax, s)
+		longest = max(longest, s)
 	}
-	r.OwedWaitP50, r.OwedWaitP99 = percentile(m.owedWaits, 50), percentile(m.owedWaits, 99)
+	if len(m.owedWaits) > 0 {
+		r.OwedWaitMax = &longest
+	}
+	r.OwedWaitP50, r.OwedWaitP99 = sampled(m.owedWaits, 50), sampled(m.owedWaits, 99)
 	for cause, sec := range m.idleSec {
 		r.IdleGPUHours[cause] = sec / 3600
 	}
@@ -789,13 +796,14 @@ func (m *metrics) result(w *world) *Result {
 	for c, ws := range within {
 		r.WaitP95WithinGuarantee[c.String()] = percentile(ws, 95)
 	}
-	r.JCTP50 = percentile(jct, 50)
+	r.JCTP50 = sampled(jct, 50)
 	if len(m.jain) > 0 {
 		sum := 0.0
 		for _, v := range m.jain {
 			sum += v
 		}
-		r.JainFairness = sum / float64(len(m.jain))
+		mean := sum / float64(len(m.jain))
+		r.JainFairness = &mean
 	}
 	r.JainSamples = len(m.jain)
 	return r
@@ -818,6 +826,16 @@ func offeredGPUSeconds(w *world) float64 {
 		total += float64(j.milli) / 1000 * run.Seconds()
 	}
 	return total
+}
+
+// sampled is percentile where there are values, nil (null in JSON)
+// where there are none: a statistic of no sample is not 0.
+func sampled(xs []float64, p float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	v := percentile(xs, p)
+	return &v
 }
 
 // percentile is the nearest-rank percentile (0 for no values).

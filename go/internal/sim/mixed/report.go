@@ -45,13 +45,17 @@ func writeMarkdown(w io.Writer, command string, results []*Result) error {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		jain := "n/a (never all backlogged)"
-		if r.JainSamples > 0 {
-			jain = fmt.Sprintf("%.3f", r.JainFairness)
+		if r.JainSamples > 0 && r.JainFairness != nil {
+			jain = fmt.Sprintf("%.3f", *r.JainFairness)
+		}
+		jct := "n/a" // no job finished
+		if r.JCTP50 != nil {
+			jct = dur(*r.JCTP50)
 		}
 		fmt.Fprintf(w, "| %s | %.3f | %.3f | %d | %s | %s | %s | %s | %s | %.0f s | %.0f s | %s | %d | %.1f | %d | %d | %d / %d |\n",
 			r.Scheduler, r.UsefulUtilization, r.AllocatedUtilization, r.OOMEvents,
 			dur(r.WaitP95["production"]), dur(r.WaitP95WithinGuarantee["production"]), dur(r.WaitP95["batch"]), dur(r.WaitP95["best-effort"]),
-			dur(r.JCTP50), r.GuaranteeViolation, r.GuaranteeViolationOwed, jain, r.Preemptions, r.LostGPUHours,
+			jct, r.GuaranteeViolation, r.GuaranteeViolationOwed, jain, r.Preemptions, r.LostGPUHours,
 			r.MIGReconfigurations, r.Migrations, r.Completed, r.Jobs)
 	}
 	fmt.Fprintln(w)
