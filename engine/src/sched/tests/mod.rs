@@ -7,4 +7,6 @@ mod cycle;
 mod gang;
 mod golden;
 mod helpers;
+mod order;
+mod random_world;
 mod reserve;
