@@ -178,7 +178,14 @@ impl<'a> Reader<'a> {
                 }
                 Some(Ok(ev)) => ev,
             };
-            let (line, column) = (span.start.line(), span.start.col() + 1);
+            let (mut line, mut column) = (span.start.line(), span.start.col() + 1);
+            if let Event::Scalar(_, ScalarStyle::Literal | ScalarStyle::Folded, _, _) = &event
+                && let Some((l, c)) = self.block_indicator(span.start.index())
+            {
+                // libyaml places a block scalar at its | or > (or at its
+                // anchor or tag); saphyr-parser at its first line of text.
+                (line, column) = (l, c);
+            }
             let new_node = |kind, tag: String, value: String| Node {
                 kind,
                 tag,
@@ -289,6 +296,33 @@ impl<'a> Reader<'a> {
         self.text[start..end].to_string()
     }
 
+    /// The line and column of the `|` or `>` that starts the block scalar
+    /// whose span starts at character index `i`, when the span does not
+    /// start at it (or at an anchor or tag before it).
+    fn block_indicator(&mut self, i: usize) -> Option<(usize, usize)> {
+        if matches!(self.char_at(i), Some('|' | '>' | '&' | '!')) {
+            return None;
+        }
+        let len = self.text.len();
+        let end = self.offsets().get(i).copied().unwrap_or(len);
+        let before = &self.text[..end];
+        // The last | or > outside a comment.
+        let mut at = before.len();
+        loop {
+            let pos = before[..at].rfind(['|', '>'])?;
+            let line_start = before[..pos].rfind('\n').map_or(0, |n| n + 1);
+            let in_comment = before[line_start..pos].match_indices('#').any(|(h, _)| {
+                h == 0 || before.as_bytes()[line_start + h - 1].is_ascii_whitespace()
+            });
+            if !in_comment {
+                let line = before[..pos].matches('\n').count() + 1;
+                let column = before[line_start..pos].chars().count() + 1;
+                return Some((line, column));
+            }
+            at = pos;
+        }
+    }
+
     /// The name of the alias at `span` (`*name`).
     fn alias_name(&mut self, span: Span) -> String {
         let text = self.slice(span.start.index(), span.end.index());
@@ -340,6 +374,62 @@ impl<'a> Reader<'a> {
                     return SyntaxError::new(line, flow_problem(kind));
                 }
             }
+            // libyaml's parser names the line of the open block collection
+            // (its context), 0-based: yaml.v3 prints it as it is, so one
+            // line early, and prints none for 0.
+            "while parsing a block mapping, did not find expected key"
+            | "while parsing a block collection, did not find expected '-' indicator" => {
+                let want = if info.contains("mapping") {
+                    Kind::Mapping
+                } else {
+                    Kind::Sequence
+                };
+                let context = open
+                    .iter()
+                    .rev()
+                    .find(|o| !o.flow && tree.nodes[o.id].kind == want)
+                    .map_or(line, |o| tree.nodes[o.id].line);
+                let line = if context > 1 {
+                    context - 1
+                } else {
+                    line.saturating_sub(1)
+                };
+                let problem = info.split_once(", ").map_or(info, |(_, p)| p);
+                return SyntaxError::new(line, problem);
+            }
+            "while parsing a node, did not find expected node content" => {
+                return SyntaxError::new(
+                    line.saturating_sub(1),
+                    "did not find expected node content",
+                );
+            }
+            // The scanner's: yaml.v3 names the key's line, saphyr-parser the
+            // line after it.
+            "simple key expect ':'" => {
+                return SyntaxError::new(
+                    first_line_none(line.saturating_sub(1)),
+                    "could not find expected ':'",
+                );
+            }
+            "tabs disallowed within this context (block indentation)" => {
+                return SyntaxError::new(
+                    first_line_none(line),
+                    "found character that cannot start any token",
+                );
+            }
+            "mapping values are not allowed in this context" => {
+                return SyntaxError::new(first_line_none(line), info);
+            }
+            "while scanning a quoted scalar, found unexpected end of stream" => {
+                // yaml.v3 names the quote's line, or when that is the first
+                // the end's, or none when that is the first too.
+                let line = if line > 1 {
+                    line
+                } else {
+                    first_line_none(self.text.matches('\n').count() + 1)
+                };
+                return SyntaxError::new(line, "found unexpected end of stream");
+            }
             _ => {}
         }
         // libyaml says "while parsing X" as the context and yaml.v3 prints
@@ -366,6 +456,11 @@ impl<'a> Reader<'a> {
             None => before + 1,
         }
     }
+}
+
+/// yaml.v3 takes a mark on the first line for no mark at all.
+fn first_line_none(line: usize) -> usize {
+    if line <= 1 { 0 } else { line }
 }
 
 /// A node's explicit tag in short form; None for no tag or the
