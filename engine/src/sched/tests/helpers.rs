@@ -645,6 +645,24 @@ impl World {
     }
 }
 
+/// Starts, for each team in name order, a job holding that many GPUs of
+/// node n1, packed from GPU 0.
+pub fn hold_gpus(w: &mut World, holding: &[(&str, usize)]) {
+    let holding: BTreeMap<&str, usize> = holding.iter().copied().collect();
+    let mut next = 0;
+    for (name, &n) in &holding {
+        let gpus: Vec<String> = (next..next + n).map(|k| k.to_string()).collect();
+        next += n;
+        let at = format!("n1:{}", gpus.join(","));
+        w.running(
+            job(&format!("{name}-running")).team(name).gpus(n as i32),
+            0,
+            0,
+            &[at.as_str()],
+        );
+    }
+}
+
 // ---- reading decisions ----
 
 /// The jobs with a start, each once, sorted.

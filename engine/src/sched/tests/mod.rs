@@ -8,5 +8,6 @@ mod gang;
 mod golden;
 mod helpers;
 mod order;
+mod quota;
 mod random_world;
 mod reserve;

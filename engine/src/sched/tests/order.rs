@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::helpers::{
-    JobBuilder, TeamBuilder, World, fleet, job, new_scheduler, new_world, order_of, started_jobs,
-    team,
+    JobBuilder, TeamBuilder, World, fleet, hold_gpus, job, new_scheduler, new_world, order_of,
+    started_jobs, team,
 };
 use super::random_world::RandomScenario;
 use crate::random::Rand;
@@ -57,24 +57,6 @@ fn a_claim_within_its_guarantee_goes_before_borrowing_production() {
             job("b-serve").team("b").production().submitted(0),
         ]);
         assert_eq!(order_of(&mut w), want, "{preset}");
-    }
-}
-
-/// Starts, for each team in name order, a job holding that many GPUs of
-/// node n1, packed from GPU 0.
-fn hold_gpus(w: &mut World, holding: &[(&str, usize)]) {
-    let holding: BTreeMap<&str, usize> = holding.iter().copied().collect();
-    let mut next = 0;
-    for (name, &n) in &holding {
-        let gpus: Vec<String> = (next..next + n).map(|k| k.to_string()).collect();
-        next += n;
-        let at = format!("n1:{}", gpus.join(","));
-        w.running(
-            job(&format!("{name}-running")).team(name).gpus(n as i32),
-            0,
-            0,
-            &[at.as_str()],
-        );
     }
 }
 
