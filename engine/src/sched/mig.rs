@@ -642,3 +642,15 @@ impl Scheduler {
             || self.reservation.as_ref().is_some_and(|r| r.job == j.id())
     }
 }
+
+#[cfg(test)]
+impl Scheduler {
+    /// Sets when GPU `k` of `node` was last re-partitioned (tests).
+    pub(super) fn set_last_change(&mut self, node: &str, k: usize, at: Nanos) {
+        let per_gpu = self.last_change.entry(node.to_string()).or_default();
+        if per_gpu.len() <= k {
+            per_gpu.resize(k + 1, None);
+        }
+        per_gpu[k] = Some(at);
+    }
+}

@@ -23,7 +23,7 @@ pub(super) const URGENT_BACKOFF_FOR: Nanos = 15 * SECOND;
 
 /// Preemption rounds a job may make without starting before its searches
 /// back off, up to `MAX_ROUND_BACKOFF`.
-const FREE_ROUNDS: i32 = 3;
+pub(super) const FREE_ROUNDS: i32 = 3;
 const MAX_ROUND_BACKOFF: Nanos = HOUR;
 
 /// Bounds the victim searches of one cycle: the first jobs in order get

@@ -289,7 +289,12 @@ impl Scheduler {
     /// requests. A search that cannot succeed costs dozens of trial
     /// placements; on a backlog, gangs owed their guarantee searched every
     /// 15 s and found nothing 99% of the time.
-    fn whole_room_after(&self, c: &mut Cycle<'_>, reqs: &[&Request], cands: &[&Job]) -> bool {
+    pub(super) fn whole_room_after(
+        &self,
+        c: &mut Cycle<'_>,
+        reqs: &[&Request],
+        cands: &[&Job],
+    ) -> bool {
         let least = least_whole_gpus(reqs);
         if least == 0 {
             return true;

@@ -8,6 +8,7 @@ mod gang;
 mod golden;
 mod helpers;
 mod order;
+mod preempt;
 mod quota;
 mod random_world;
 mod reserve;
