@@ -107,6 +107,11 @@ func (ix *index) walk(n *yaml.Node, path string, depth int) {
 // merge indexes the fields a merge key (<<: *defaults) brings into the
 // mapping at path, as the decoder will see them.
 func (ix *index) merge(v *yaml.Node, path string, depth int) {
+	// Bounded as walk is: an alias can name the sequence it sits in
+	// (`<<: &a [*a]`), which recursed until the stack overflowed.
+	if v == nil || depth > maxIndexDepth || len(ix.values) >= maxIndexEntries {
+		return
+	}
 	switch v.Kind {
 	case yaml.AliasNode:
 		ix.merge(v.Alias, path, depth+1)

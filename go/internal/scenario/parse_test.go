@@ -91,6 +91,9 @@ func TestParseRefusesWholeFiles(t *testing.T) {
 		{"refuses a list document", "- a\n- b", "t.yaml:1: a list is not a mapping"},
 		{"refuses a scenario without node groups", "duration: 1h\n", "t.yaml: nodes: missing: at least one node group"},
 		{"refuses tabs for indentation", "name: t\n\tduration: 1h\n", "t.yaml:2: found a tab character that violates indentation"},
+		// An alias naming the sequence it sits in: the index recursed on
+		// it until the stack overflowed.
+		{"refuses a merge key that names its own sequence", "<<: &a [*a]\n", "t.yaml: map merge requires map or sequence of maps as the value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
