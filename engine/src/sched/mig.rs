@@ -28,7 +28,7 @@ use crate::workload::Kind;
 /// on an instance created elsewhere: a change that has not ended by then
 /// may have failed (on Kubernetes a failed change keeps its node cordoned
 /// until someone looks).
-const CHANGE_WAIT: Nanos = 2 * MINUTE;
+pub(super) const CHANGE_WAIT: Nanos = 2 * MINUTE;
 
 /// The MIG profile `r` takes on GPUs of model `m`, if any.
 pub(super) fn profile_for<'m>(r: &Request, m: &'m Model) -> Option<&'m Profile> {
@@ -652,5 +652,14 @@ impl Scheduler {
             per_gpu.resize(k + 1, None);
         }
         per_gpu[k] = Some(at);
+    }
+}
+
+#[cfg(test)]
+impl Scheduler {
+    /// Backs the job with that ID off MIG changes until `until` (tests).
+    pub(super) fn set_backoff(&mut self, id: &str, until: Nanos) {
+        let s = self.table.slot_for_id(id);
+        self.table.entries[s].memory.backoff = until;
     }
 }

@@ -212,10 +212,23 @@ impl Table {
     /// Marks `j` as the value the entry of its ID is computed from, making
     /// the entry if the ID is new, and starts the entry's `held` over.
     pub fn claim(&mut self, j: &Job) -> usize {
-        let slot = match self.ids.get(j.id()) {
+        let slot = self.slot_for_id(j.id());
+        let epoch = self.next_epoch;
+        self.next_epoch += 1;
+        let e = &mut self.entries[slot];
+        e.epoch = epoch;
+        e.held = Held::default();
+        j.set_mark(self.token, (epoch << 32) | slot as u64);
+        slot
+    }
+
+    /// The slot of the entry of job ID `id`, made (with no job value) if
+    /// the ID is new.
+    pub fn slot_for_id(&mut self, id: &str) -> usize {
+        match self.ids.get(id) {
             Some(&s) => s as usize,
             None => {
-                let id: Arc<str> = Arc::from(j.id());
+                let id: Arc<str> = Arc::from(id);
                 let entry = Entry {
                     id: Arc::clone(&id),
                     epoch: 0,
@@ -237,14 +250,7 @@ impl Table {
                 self.ids.insert(id, s);
                 s as usize
             }
-        };
-        let epoch = self.next_epoch;
-        self.next_epoch += 1;
-        let e = &mut self.entries[slot];
-        e.epoch = epoch;
-        e.held = Held::default();
-        j.set_mark(self.token, (epoch << 32) | slot as u64);
-        slot
+        }
     }
 
     /// Makes the marks of the entry's current value stale (Go: `owner =

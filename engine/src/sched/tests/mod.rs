@@ -7,6 +7,7 @@ mod cycle;
 mod gang;
 mod golden;
 mod helpers;
+mod mig;
 mod order;
 mod preempt;
 mod quota;
