@@ -172,7 +172,7 @@ impl World<'_> {
     }
 
     /// Checks the invariants (`Options::check`).
-    fn check_invariants(&self) -> Result<(), MixedError> {
+    pub(super) fn check_invariants(&self) -> Result<(), MixedError> {
         self.st
             .check()
             .map_err(|e| MixedError::world(format!("cluster invariant: {e}")))?;
