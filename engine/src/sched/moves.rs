@@ -34,7 +34,7 @@ const MAX_MOVES: usize = 24;
 /// How long a service whose replica moved keeps its replicas where they
 /// are: without it, a claim's plans moved one replica between two nodes at
 /// one instant without end.
-const MOVE_COOLDOWN: Nanos = 30 * SECOND;
+pub(super) const MOVE_COOLDOWN: Nanos = 30 * SECOND;
 
 /// How long a move search for borrowed work that found nothing holds off
 /// the next one, for any borrower: week-1000's backlog of borrowed 8-GPU
@@ -46,7 +46,7 @@ const BORROWER_MOVES_BACKOFF: Nanos = MINUTE;
 /// more (pretraining gangs checkpoint every 30 minutes).
 const RELOCATE_LOSS: Nanos = 15 * MINUTE;
 const RELOCATE_LOSS_OWED: Nanos = 30 * MINUTE;
-const OWED_LONG: Nanos = MINUTE;
+pub(super) const OWED_LONG: Nanos = MINUTE;
 
 /// A replica's old placement, held until its new one is ready.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -922,5 +922,22 @@ impl Scheduler {
                 .node_by_name(&r.node)
                 .is_none_or(|n| n.task(&r.task).is_none())
         })
+    }
+}
+
+#[cfg(test)]
+impl Scheduler {
+    /// Records that a replica of the job with that ID moved at `at`
+    /// (tests).
+    pub(super) fn set_moved_at(&mut self, id: &str, at: Nanos) {
+        let s = self.table.slot_for_id(id);
+        self.table.entries[s].memory.moved_at = Some(at);
+    }
+
+    /// When a replica of the job with that ID last moved (tests).
+    pub(super) fn moved_at(&self, id: &str) -> Option<Nanos> {
+        self.table
+            .slot_of_id(id)
+            .and_then(|s| self.table.entries[s].memory.moved_at)
     }
 }

@@ -8,6 +8,7 @@ mod gang;
 mod golden;
 mod helpers;
 mod mig;
+mod moves;
 mod order;
 mod preempt;
 mod quota;
