@@ -300,3 +300,92 @@ impl Share {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! `group_order`, which sorts only the groups of a backlog listed by
+    //! submission, gives the order of the full sort, for random keys (Go's
+    //! `TestGroupOrderIsTheFullOrder`).
+
+    use super::{OrderKey, Scheduler};
+    use crate::random::Rand;
+    use crate::sched::config::Order;
+    use crate::sched::tests::helpers::{fleet, job, new_scheduler_with};
+    use crate::sched::{Input, Job, SECOND, Team};
+    use crate::workload::Class;
+
+    #[test]
+    fn group_order_is_the_full_order() {
+        let mut rng = Rand::new(5);
+        let teams: Vec<Team> = ["a", "b", "c"]
+            .iter()
+            .map(|n| Team {
+                name: n.to_string(),
+                ..Team::default()
+            })
+            .collect();
+        let st = fleet().nodes(1).gpus(1, "H100-80GB").build();
+        let configs = [
+            (Order::FairShare, true, true),
+            (Order::Fifo, false, true),
+            (Order::Drf, false, false),
+        ];
+        for (order, guarantee_first, class_order) in configs {
+            let mut sch: Scheduler = new_scheduler_with("naive", &st, 1, |c| {
+                c.order = order;
+                c.guarantee_first = guarantee_first;
+                c.class_order = class_order;
+            });
+            for round in 0..200 {
+                let mut shares = [rng.float64(), rng.float64(), rng.float64(), rng.float64()];
+                if rng.below(2) == 0 {
+                    shares[1] = shares[0]; // two teams of one share: their jobs interleave
+                }
+                let n = 1 + rng.below(60);
+                let mut jobs: Vec<Job> = Vec::new();
+                let mut keys = Vec::new();
+                for i in 0..n {
+                    let team = ["a", "b", "c", "elsewhere"][rng.below(4)];
+                    let mut j = job(&format!("j{i}")).team(team).build();
+                    j.submitted = rng.below(8) as i64 * SECOND;
+                    let class = Class::ALL[rng.below(3)];
+                    let within = rng.below(2) == 0;
+                    let pos = teams
+                        .iter()
+                        .position(|t| t.name == team)
+                        .map_or(0, |p| p + 1);
+                    let holds = within && rng.below(4) == 0;
+                    keys.push((class, within, holds, shares[pos]));
+                    jobs.push(j);
+                }
+                let refs: Vec<&Job> = jobs.iter().collect();
+                let input = Input::new(0, &st, &teams, &refs);
+                let c = sch.snapshot(&input);
+                let mut ks: Vec<OrderKey<'_>> = refs
+                    .iter()
+                    .zip(&keys)
+                    .map(|(&j, &(class, within, holds, share))| OrderKey {
+                        j,
+                        within,
+                        holds,
+                        share,
+                        class,
+                        team: &j.spec.team,
+                        id: j.id(),
+                        submitted: j.submitted,
+                    })
+                    .collect();
+                ks.sort_by(|x, y| x.submitted.cmp(&y.submitted).then_with(|| x.id.cmp(y.id)));
+                let mut want = ks.clone();
+                want.sort_by(|x, y| sch.order_lead(x, y));
+                assert!(
+                    sch.group_order(&c, &mut ks),
+                    "group_order refused known classes"
+                );
+                let got: Vec<&str> = ks.iter().map(|k| k.id).collect();
+                let want: Vec<&str> = want.iter().map(|k| k.id).collect();
+                assert_eq!(got, want, "{order:?}, round {round}");
+            }
+        }
+    }
+}

@@ -244,7 +244,7 @@ impl Hasher for IdHasher {
 /// them to its cluster as they are (the scheduler checked them on its
 /// copy). The Go build's worlds apply starts, then migrations, then
 /// reconfigurations, then preemptions.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Decision {
     pub starts: Vec<Start>,
     pub preemptions: Vec<Preemption>,

@@ -4,9 +4,11 @@
 
 mod config;
 mod cycle;
+mod determinism;
 mod gang;
 mod golden;
-mod helpers;
+pub(super) mod helpers;
+mod incremental;
 mod mig;
 mod moves;
 mod order;

@@ -95,7 +95,9 @@ fn no_preemption_without_a_higher_class() {
 fn victim_choice_order() {
     let now = HOUR;
     type Run = fn(&mut World);
-    let cases: Vec<(&str, usize, i32, Vec<TeamBuilder>, Run, &str)> = vec![
+    /// A case's name, nodes, GPUs per node, teams, running work and victim.
+    type Case = (&'static str, usize, i32, Vec<TeamBuilder>, Run, &'static str);
+    let cases: Vec<Case> = vec![
         (
             // b holds its guarantee with best-effort work; c borrows with
             // batch work. The preemptor's team is within its guarantee, so
