@@ -199,6 +199,13 @@ fn parse_refuses_whole_files() {
             "name: t\n\tduration: 1h\n",
             "t.yaml:2: found a tab character that violates indentation",
         ),
+        (
+            // An alias naming the sequence it sits in: the Go build's
+            // index recursed on it until its stack overflowed.
+            "refuses a merge key that names its own sequence",
+            "<<: &a [*a]\n",
+            "t.yaml: map merge requires map or sequence of maps as the value",
+        ),
     ];
     for (name, text, want) in cases {
         println!("{name}");
