@@ -96,7 +96,7 @@ impl Scheduler {
 
     /// Notes why `j` waits and its place in its team's queue.
     fn wait(&self, c: &mut Cycle<'_>, j: &Job, position: usize, reason: WaitReason) {
-        let id = match self.table.slot_of_id(j.id()) {
+        let id = match self.table.id_slot(j) {
             Some(s) => self.table.entries[s].id.clone(),
             None => j.id().into(),
         };

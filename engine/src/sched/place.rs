@@ -214,7 +214,7 @@ impl Scheduler {
     /// same requests every cycle.
     pub(super) fn requests(&mut self, j: &Job) -> Result<Vec<Request>, WorkloadError> {
         let set = pending_set(j);
-        let slot = self.table.slot_of_id(j.id());
+        let slot = self.table.id_slot(j);
         if let (Some(set), Some(s)) = (set, slot) {
             let m = &mut self.table.entries[s].memory;
             if m.reqs.as_ref().is_some_and(|e| e.set == set) {
@@ -233,7 +233,7 @@ impl Scheduler {
 
     /// Returns requests `requests` gave for `j` to the cache.
     pub(super) fn give_back(&mut self, j: &Job, reqs: Vec<Request>) {
-        let (Some(set), Some(s)) = (pending_set(j), self.table.slot_of_id(j.id())) else {
+        let (Some(set), Some(s)) = (pending_set(j), self.table.id_slot(j)) else {
             return;
         };
         self.table.entries[s].memory.reqs = Some(ReqEntry { set, reqs });
@@ -378,7 +378,7 @@ impl Scheduler {
         self.promised_nodes.remove(j.id());
         c.in_flight = None;
         self.moving.remove(j.id());
-        if let Some(s) = self.table.slot_of_id(j.id()) {
+        if let Some(s) = self.table.id_slot(j) {
             let m = &mut self.table.entries[s].memory;
             m.attempts = 0;
             m.backoff = 0;

@@ -533,15 +533,13 @@ impl Scheduler {
 
     /// The memory kept for `j`'s ID, if it has an entry.
     pub(super) fn memory_of(&self, j: &Job) -> Option<&super::table::Memory> {
-        self.table
-            .slot_of_id(j.id())
-            .map(|s| &self.table.entries[s].memory)
+        self.table.id_slot(j).map(|s| &self.table.entries[s].memory)
     }
 
     /// The same, to change.
     pub(super) fn memory_mut(&mut self, j: &Job) -> Option<&mut super::table::Memory> {
         self.table
-            .slot_of_id(j.id())
+            .id_slot(j)
             .map(|s| &mut self.table.entries[s].memory)
     }
 }

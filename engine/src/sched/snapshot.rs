@@ -5,12 +5,13 @@
 //! (`incremental.rs`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::Scheduler;
 use super::incremental::add_end;
 use super::table::{Held, none_of};
-use super::types::{Decision, Input, Job, Nanos, Phase, Team};
+use super::types::{Decision, IdHasher, Input, Job, Nanos, Phase, Team};
 use crate::cluster::State;
 use crate::workload::Capacity;
 
@@ -39,10 +40,10 @@ pub(super) struct Cycle<'a> {
     pub d: Decision,
     /// Job shapes that fitted nowhere this cycle, by memo key: within a
     /// cycle resources only shrink, so they would fail again.
-    pub failed: HashMap<u32, super::types::WaitReason>,
+    pub failed: HashMap<u32, super::types::WaitReason, BuildHasherDefault<IdHasher>>,
     /// The same for victim searches that found nothing, and how many
     /// searches ran (`MAX_SEARCHES`).
-    pub no_victims: HashSet<u32>,
+    pub no_victims: HashSet<u32, BuildHasherDefault<IdHasher>>,
     pub searches: usize,
     /// A search for replicas to move ran this cycle (one a cycle).
     pub moved: bool,
@@ -123,8 +124,8 @@ impl Scheduler {
             use_other: BTreeMap::new(),
             in_flight: None,
             d: Decision::default(),
-            failed: HashMap::new(),
-            no_victims: HashSet::new(),
+            failed: HashMap::default(),
+            no_victims: HashSet::default(),
             searches: 0,
             moved: false,
             owner_of: None,

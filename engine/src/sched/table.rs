@@ -204,6 +204,12 @@ impl Table {
         }
     }
 
+    /// The slot of the entry of `j`'s ID: its mark's when current (no
+    /// hashing), else the ID's.
+    pub fn id_slot(&self, j: &Job) -> Option<usize> {
+        self.slot(j).or_else(|| self.slot_of_id(j.id()))
+    }
+
     /// The slot of the entry of job ID `id`, if any.
     pub fn slot_of_id(&self, id: &str) -> Option<usize> {
         self.ids.get(id).map(|&s| s as usize)

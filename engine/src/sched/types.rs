@@ -216,14 +216,17 @@ impl<'a> Input<'a> {
 /// a cheap hasher, as a full cycle of a backlog inserts thousands.
 pub type WaitMap = HashMap<Arc<str>, Wait, BuildHasherDefault<IdHasher>>;
 
-/// FNV-1a over the bytes of a job ID: short keys, hashed often. Not
-/// resistant to chosen collisions, which costs speed, never a decision.
-#[derive(Debug, Clone, Copy)]
+/// A hasher for job IDs and other short keys, hashed often: the Fx hash
+/// (rustc's), a word at a time. Not resistant to chosen collisions, which
+/// costs speed, never a decision.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct IdHasher(u64);
 
-impl Default for IdHasher {
-    fn default() -> IdHasher {
-        IdHasher(0xcbf2_9ce4_8422_2325)
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl IdHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
     }
 }
 
@@ -233,10 +236,32 @@ impl Hasher for IdHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
     }
 }
 

@@ -96,7 +96,14 @@ fn victim_choice_order() {
     let now = HOUR;
     type Run = fn(&mut World);
     /// A case's name, nodes, GPUs per node, teams, running work and victim.
-    type Case = (&'static str, usize, i32, Vec<TeamBuilder>, Run, &'static str);
+    type Case = (
+        &'static str,
+        usize,
+        i32,
+        Vec<TeamBuilder>,
+        Run,
+        &'static str,
+    );
     let cases: Vec<Case> = vec![
         (
             // b holds its guarantee with best-effort work; c borrows with

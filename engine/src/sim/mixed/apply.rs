@@ -108,12 +108,19 @@ impl World<'_> {
         // The reasons after the starts: a job started now was served after
         // the wait the last cycle gave it a reason for (`served`).
         if full {
+            // The jobs' reasons of the cycle before and of the light
+            // cycles since go stale with the count.
+            self.full_cycles += 1;
             let old = std::mem::replace(&mut self.reasons, waiting);
             self.spare = Some(old);
-            self.recent.clear();
         } else {
+            // Which job is which entry does not depend on the map's order.
             for (id, wt) in &waiting {
-                self.recent.insert(id.clone(), wt.reason.clone());
+                if let Some(&j) = self.by_id.get(&**id) {
+                    let why = &mut self.why[j];
+                    why.recent = Some(wt.reason.clone());
+                    why.recent_at = self.full_cycles;
+                }
             }
         }
         for m in migrations {
@@ -159,7 +166,7 @@ impl World<'_> {
             };
             let reason = waiting[id].reason.as_str();
             let job = &self.jobs[j];
-            let waited = now - job.queued_at;
+            let waited = now - self.owe[j].queued_at;
             if (job.job.spec.class == Class::Production && waited > MINUTE || waited > 10 * MINUTE)
                 && job.last_reason != reason
             {
@@ -395,11 +402,12 @@ impl World<'_> {
         }
         self.jobs[j].run_since = now;
         self.start_checkpoints(j);
-        let job = &mut self.jobs[j];
         // Queued until it runs, instance creation included.
-        let wait = now - job.queued_at;
+        let wait = now - self.owe[j].queued_at;
+        let within = self.owe[j].within;
+        let job = &mut self.jobs[j];
         job.waits.push(wait);
-        if job.within {
+        if within {
             job.waits_within.push(wait);
         }
         if self.tracing() {
@@ -411,7 +419,7 @@ impl World<'_> {
                 job.job.spec.class,
                 seconds(wait),
                 crate::quote::quote(&job.last_reason),
-                job.within
+                within
             );
             self.tracef(format_args!("{line}"));
         }
@@ -467,7 +475,8 @@ impl World<'_> {
             self.touch(j);
         }
         let now = self.now();
-        self.metrics.released(&self.jobs[j], now);
+        self.metrics
+            .released(self.owe[j].team, self.jobs[j].held_share, now);
         self.jobs[j].held_share = 0.0;
         self.held_changed(j);
         Ok(())
@@ -664,8 +673,8 @@ impl World<'_> {
         self.jobs[j].job.phase = Phase::Pending;
         self.back_to_pending(j);
         self.touch(j);
-        self.jobs[j].queued_at = now;
-        self.jobs[j].within = self.within_guarantee(j);
+        self.owe[j].queued_at = now;
+        self.owe[j].within = self.within_guarantee(j);
         Ok(true)
     }
 }

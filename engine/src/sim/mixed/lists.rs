@@ -51,10 +51,10 @@ impl World<'_> {
         self.active.push(j);
         let l = &mut self.lists;
         l.share.push(self.jobs[j].held_share);
-        l.team.push(self.jobs[j].team);
+        l.team.push(self.owe[j].team);
         // The latest arrival: last in order.
         l.pending.push(j);
-        l.milli.push(self.jobs[j].milli);
+        l.milli.push(self.owe[j].milli);
     }
 
     /// Drops j, done, from the active jobs.
@@ -88,7 +88,7 @@ impl World<'_> {
             return;
         }
         p.insert(i, j);
-        self.lists.milli.insert(i, self.jobs[j].milli);
+        self.lists.milli.insert(i, self.owe[j].milli);
     }
 
     /// Drops j from the pending list; the next metrics check resets its
@@ -151,14 +151,14 @@ impl World<'_> {
         let mut running = 0;
         for (i, &j) in self.active.iter().enumerate() {
             let job = &self.jobs[j];
-            if l.share[i] != job.held_share || l.team[i] != job.team {
+            if l.share[i] != job.held_share || l.team[i] != self.owe[j].team {
                 return Err(MixedError::world(format!(
                     "job {}: listed as holding {} of team {}, holds {} of team {}",
                     job.id(),
                     l.share[i],
                     team_number(l.team[i]),
                     job.held_share,
-                    team_number(job.team)
+                    team_number(self.owe[j].team)
                 )));
             }
             if job.phase() == Phase::Pending {
@@ -189,12 +189,12 @@ impl World<'_> {
             )));
         }
         for (i, &j) in pending.iter().enumerate() {
-            if l.milli[i] != self.jobs[j].milli {
+            if l.milli[i] != self.owe[j].milli {
                 return Err(MixedError::world(format!(
                     "job {}: listed as asking {} milli, asks {}",
                     self.jobs[j].id(),
                     l.milli[i],
-                    self.jobs[j].milli
+                    self.owe[j].milli
                 )));
             }
         }

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::world::{WJob, World};
+use super::world::{Owe, WJob, World};
 use crate::cluster::{Assignment, Node, State};
 use crate::placement::{grant_share, need};
 use crate::scenario::duration::{MINUTE, seconds};
-use crate::sched::{Nanos, Phase, Team, WaitMap};
+use crate::sched::{Nanos, Phase, Team, WaitReason};
 use crate::workload::{Class, Kind, Task};
 
 /// One scheduler's run. docs/metrics.md defines every field; the JSON
@@ -264,7 +264,7 @@ impl Metrics {
     /// what its team is owed, else at the first fall of its team's
     /// holdings after which it fitted, as only a fall makes a waiting job
     /// fit; none when neither happened.
-    pub fn owed_after(&self, j: &WJob, prev: Nanos, guarantee: f64) -> Option<Nanos> {
+    pub fn owed_after(&self, j: &Owe, prev: Nanos, guarantee: f64) -> Option<Nanos> {
         if j.queued_at > prev && j.queued_at >= j.outgrown_at && j.within {
             return Some(j.queued_at);
         }
@@ -279,7 +279,7 @@ impl Metrics {
     /// `owed_after` for a job found to fit at a look. Until 2026-12-02 it
     /// was the first fall since the last look, whether or not the job
     /// fitted after it.
-    pub fn owed_from(&self, j: &WJob, prev: Nanos, guarantee: f64) -> Nanos {
+    pub fn owed_from(&self, j: &Owe, prev: Nanos, guarantee: f64) -> Nanos {
         if let Some(at) = self.owed_after(j, prev, guarantee) {
             return at;
         }
@@ -293,15 +293,15 @@ impl Metrics {
         from
     }
 
-    /// Notes that j gave back what it held, now.
-    pub fn released(&mut self, j: &WJob, now: Nanos) {
-        let Some(team) = j.team else {
+    /// Notes that a job of `team` gave back what it held, `share`, now.
+    pub fn released(&mut self, team: Option<usize>, share: f64, now: Nanos) {
+        let Some(team) = team else {
             return;
         };
-        if j.held_share <= 0.0 {
+        if share <= 0.0 {
             return;
         }
-        self.held[team] -= j.held_share * 1000.0;
+        self.held[team] -= share * 1000.0;
         self.drops[team].push(Drop {
             at: now,
             held: self.held[team],
@@ -348,38 +348,39 @@ pub(super) fn owed_limit(w: &World<'_>) -> Nanos {
 /// before j.
 pub(super) fn behind_own_team(
     jobs: &[WJob],
+    owe: &[Owe],
     active: &[usize],
     j: usize,
     held: f64,
     guarantee: f64,
 ) -> bool {
     let me = &jobs[j];
-    let mut ahead: Vec<&WJob> = Vec::new();
+    let mut ahead: Vec<usize> = Vec::new();
     for &v in active {
         let o = &jobs[v];
-        if v == j || o.team != me.team || o.phase() != Phase::Pending {
+        if v == j || owe[v].team != owe[j].team || o.phase() != Phase::Pending {
             continue;
         }
         let (oc, mc) = (o.job.spec.class, me.job.spec.class);
         if oc > mc || oc == mc && o.job.submitted < me.job.submitted {
-            ahead.push(o);
+            ahead.push(v);
         }
     }
-    ahead.sort_by(|a, b| {
-        b.job
-            .spec
+    ahead.sort_by(|&a, &b| {
+        let (a, b) = (&jobs[a].job, &jobs[b].job);
+        b.spec
             .class
-            .cmp(&a.job.spec.class)
-            .then(a.job.submitted.cmp(&b.job.submitted))
+            .cmp(&a.spec.class)
+            .then(a.submitted.cmp(&b.submitted))
     });
     let mut room = guarantee - held;
     for v in ahead {
-        let m = v.milli as f64;
+        let m = owe[v].milli as f64;
         if m <= room {
             room -= m;
         }
     }
-    me.milli as f64 > room
+    owe[j].milli as f64 > room
 }
 
 /// How many waiting jobs give a reason.
@@ -413,11 +414,6 @@ pub(super) fn count_reason<'a>(counts: &mut Vec<ReasonCount<'a>>, reason: &'a st
     }
 }
 
-/// The reason a wait map gives for `id`, "" when it gives none.
-fn reason_in<'a>(m: Option<&'a WaitMap>, id: &str) -> &'a str {
-    m.and_then(|m| m.get(id)).map_or("", |w| w.reason.as_str())
-}
-
 impl World<'_> {
     /// The GPU milli each team holds, by position in `teams`.
     pub(super) fn team_usage(&self) -> Vec<f64> {
@@ -430,52 +426,74 @@ impl World<'_> {
         u
     }
 
-    /// Why GPUs stand unallocated after a cycle, `free` GPUs being free:
-    /// no work waits; every waiting job asks for more GPU than stands free
-    /// (a gang drains the nodes it needs); or else the reason that most of
-    /// the waiting jobs that would fit by size give (ties: the first reason
-    /// in name order). By size only: a job that fits in the free GPU in
-    /// total may still find no node, and then says so.
-    fn idle_cause(&self, free: f64) -> &str {
-        if free <= 1e-9 {
-            return IDLE_NO_WORK; // nothing stands idle: the cause counts nothing
+    /// Makes `why[j].full` the reason the last full cycle gave j, looking
+    /// it up in that cycle's map only the first time it is asked after
+    /// the cycle (the passes after every cycle ask for every waiting job
+    /// that fits; the map changes only at full cycles).
+    fn refresh_full(&mut self, j: usize) {
+        let why = &mut self.why[j];
+        if why.full_at != self.full_cycles {
+            why.full = self
+                .reasons
+                .get(self.jobs[j].id())
+                .map(|w| w.reason.clone());
+            why.full_at = self.full_cycles;
         }
-        let waiting = self.lists.pending.len();
+    }
+
+    /// The reason the last cycle that looked at j gave for its wait: a
+    /// light cycle's since the last full one, else the full one's; none
+    /// when neither looked at it.
+    fn last_reason(&mut self, j: usize) -> String {
+        self.refresh_full(j);
+        self.why[j]
+            .current(self.full_cycles)
+            .map_or(String::new(), |r| r.as_str().to_string())
+    }
+
+    /// Takes why GPUs stand unallocated after a cycle, free GPUs being
+    /// free: no work waits; every waiting job asks for more GPU than stands
+    /// free (a gang drains the nodes it needs); or else the reason that
+    /// most of the waiting jobs that would fit by size give (ties: the
+    /// first reason in name order). By size only: a job that fits in the
+    /// free GPU in total may still find no node, and then says so.
+    fn take_idle_cause(&mut self) {
+        let free = self.metrics.gpus - self.metrics.alloc_now;
+        if free <= 1e-9 {
+            // Nothing stands idle: the cause counts nothing.
+            self.metrics.set_idle_cause(IDLE_NO_WORK);
+            return;
+        }
+        let fit = |milli: i64| milli as f64 <= free * 1000.0 + 1e-6;
+        for i in 0..self.lists.pending.len() {
+            if fit(self.lists.milli[i]) {
+                self.refresh_full(self.lists.pending[i]);
+            }
+        }
         let mut fits: Vec<ReasonCount<'_>> = Vec::new();
         for (i, &j) in self.lists.pending.iter().enumerate() {
-            if self.lists.milli[i] as f64 > free * 1000.0 + 1e-6 {
+            if !fit(self.lists.milli[i]) {
                 continue;
             }
-            let id = self.jobs[j].id();
-            // Jobs given no reason by a light cycle since the last full
-            // one (most) are not looked up there.
-            let recent = if self.recent.is_empty() {
-                None
-            } else {
-                self.recent.get(id)
-            };
-            let mut reason = match recent {
-                Some(r) => r.as_str(),
-                None => reason_in(Some(&self.reasons), id),
-            };
-            if reason.is_empty() {
-                reason = IDLE_NO_CYCLE;
-            }
+            let reason = self.why[j]
+                .current(self.full_cycles)
+                .map_or(IDLE_NO_CYCLE, WaitReason::as_str);
             count_reason(&mut fits, reason);
         }
-        if waiting == 0 {
-            return IDLE_NO_WORK;
-        }
-        if fits.is_empty() {
-            return IDLE_TOO_BIG;
-        }
-        let (mut best, mut most) = ("", 0);
-        for f in &fits {
-            if f.n > most || f.n == most && f.reason < best {
-                (best, most) = (f.reason, f.n);
+        let cause = if self.lists.pending.is_empty() {
+            IDLE_NO_WORK
+        } else if fits.is_empty() {
+            IDLE_TOO_BIG
+        } else {
+            let (mut best, mut most) = ("", 0);
+            for f in &fits {
+                if f.n > most || f.n == most && f.reason < best {
+                    (best, most) = (f.reason, f.n);
+                }
             }
-        }
-        best
+            best
+        };
+        self.metrics.set_idle_cause(cause);
     }
 
     /// Counts a task's held GPU and checks its memory.
@@ -486,7 +504,7 @@ impl World<'_> {
             .st
             .node_by_name(&a.node)
             .expect("a task placed on a node of the cluster");
-        let team = self.jobs[j].team;
+        let team = self.owe[j].team;
         for g in &a.grants {
             let share = grant_share(n, g);
             self.metrics.alloc_now += share;
@@ -555,34 +573,36 @@ impl World<'_> {
     /// ended between two checks went unseen: the measured violation
     /// depended on how often the scheduler ran a full cycle.
     pub(super) fn served(&mut self, j: usize) {
-        let Some(team) = self.jobs[j].team else {
+        let Some(team) = self.owe[j].team else {
             return;
         };
-        if !self.jobs[j].owed {
+        if !self.owe[j].owed {
             // Not owed at the last look, or queued since: owed if it
             // fitted at its queueing or after a fall since.
             let guarantee = self.teams[team].guarantee as f64;
             let Some(at) =
                 self.metrics
-                    .owed_after(&self.jobs[j], self.metrics.last_check, guarantee)
+                    .owed_after(&self.owe[j], self.metrics.last_check, guarantee)
             else {
                 return;
             };
-            self.jobs[j].owed_since = at;
+            self.owe[j].owed_since = at;
         }
         let (now, limit) = (self.now(), owed_limit(self));
         self.end_owed_episode(j, team, now, limit);
-        self.jobs[j].owed = false;
-        self.jobs[j].owed_late = false;
+        self.owe[j].owed = false;
+        self.owe[j].owed_late = false;
     }
 
     /// Records an owed episode of j ending now: its wait, and the late part
     /// on both clocks; the late episode counted if it was not yet.
     fn end_owed_episode(&mut self, j: usize, team: usize, now: Nanos, limit: Nanos) {
-        let (owed_since, queued_at, late) = {
-            let job = &self.jobs[j];
-            (job.owed_since, job.queued_at, job.owed_late)
-        };
+        let Owe {
+            owed_since,
+            queued_at,
+            owed_late: late,
+            ..
+        } = self.owe[j];
         let m = &mut self.metrics;
         m.owed_waits.push(seconds(now - owed_since));
         Metrics::add_span(
@@ -600,18 +620,9 @@ impl World<'_> {
             now,
         );
         if now - owed_since > limit && !late {
-            let why = self.last_reason(j).to_string();
+            let why = self.last_reason(j);
             self.late_episode(j, now, &why);
         }
-    }
-
-    /// The reason the last cycle that looked at j gave for its wait.
-    fn last_reason(&self, j: usize) -> &str {
-        let id = self.jobs[j].id();
-        if let Some(r) = self.recent.get(id) {
-            return r.as_str();
-        }
-        reason_in(Some(&self.reasons), id)
     }
 
     /// Ends, after a cycle's starts, the owed episode of each waiting job
@@ -626,38 +637,41 @@ impl World<'_> {
         while i < self.lists.pending.len() {
             let j = self.lists.pending[i];
             i += 1;
-            let Some(team) = self.jobs[j].team else {
+            let Some(team) = self.owe[j].team else {
                 continue;
             };
+            // The team's use, taken once; the job's phase read only for a
+            // job that does not fit (a job of the pending list is pending;
+            // Go reads it first, to the same effect).
+            let usage = usage.get_or_insert_with(|| self.team_usage());
+            let guarantee = self.teams[team].guarantee as f64;
+            if usage[team] + self.owe[j].milli as f64 <= guarantee {
+                continue;
+            }
             if self.jobs[j].phase() != Phase::Pending {
                 continue;
             }
-            let usage = usage.get_or_insert_with(|| self.team_usage());
-            let guarantee = self.teams[team].guarantee as f64;
-            if usage[team] + self.jobs[j].milli as f64 <= guarantee {
-                continue;
-            }
-            if !self.jobs[j].owed {
+            if !self.owe[j].owed {
                 let Some(at) =
                     self.metrics
-                        .owed_after(&self.jobs[j], self.metrics.last_check, guarantee)
+                        .owed_after(&self.owe[j], self.metrics.last_check, guarantee)
                 else {
                     continue;
                 };
-                self.jobs[j].owed_since = at;
+                self.owe[j].owed_since = at;
             }
             self.end_owed_episode(j, team, now, limit);
-            let job = &mut self.jobs[j];
-            job.owed = false;
-            job.owed_late = false;
-            job.outgrown_at = now;
+            let o = &mut self.owe[j];
+            o.owed = false;
+            o.owed_late = false;
+            o.outgrown_at = now;
         }
     }
 
     /// Counts j past the owed limit, once per episode: the first thing to
     /// look for in a trace when the owed clock is not 0.
     fn late_episode(&mut self, j: usize, now: Nanos, why: &str) {
-        self.jobs[j].owed_late = true;
+        self.owe[j].owed_late = true;
         let why = if why.is_empty() { IDLE_NO_CYCLE } else { why };
         let class = self.jobs[j].job.spec.class;
         *self
@@ -665,24 +679,31 @@ impl World<'_> {
             .owed_late
             .entry(format!("{class}: {why}"))
             .or_insert(0) += 1;
-        let team = self.jobs[j].team.expect("a late job has a team");
+        let team = self.owe[j].team.expect("a late job has a team");
         let guarantee = self.teams[team].guarantee;
         let held = self.team_usage()[team];
         let mut behind = "";
-        if behind_own_team(&self.jobs, &self.active, j, held, guarantee as f64) {
+        if behind_own_team(
+            &self.jobs,
+            &self.owe,
+            &self.active,
+            j,
+            held,
+            guarantee as f64,
+        ) {
             self.metrics.owed_late_behind += 1;
             behind = " (behind its team's own claims)";
         }
         if self.tracing() {
-            let job = &self.jobs[j];
+            let o = &self.owe[j];
             let line = format!(
                 "owed violation {}: {} ({}, {} milli) owed for {:.0}s, queued {:.0}s, team guarantee {}: {}{}",
                 self.teams[team].name,
-                job.id(),
+                self.jobs[j].id(),
                 class,
-                job.milli,
-                seconds(now - job.owed_since),
-                seconds(now - job.queued_at),
+                o.milli,
+                seconds(now - o.owed_since),
+                seconds(now - o.queued_at),
                 guarantee,
                 why,
                 behind
@@ -708,35 +729,42 @@ impl World<'_> {
         for k in 0..self.lists.left.len() {
             let j = self.lists.left[k];
             if self.jobs[j].phase() != Phase::Pending {
-                self.jobs[j].owed = false;
-                self.jobs[j].owed_late = false;
+                self.owe[j].owed = false;
+                self.owe[j].owed_late = false;
             }
         }
         self.lists.left.clear();
         for k in 0..self.lists.pending.len() {
             let j = self.lists.pending[k];
-            let Some(team) = self.jobs[j].team else {
+            let Some(team) = self.owe[j].team else {
                 continue;
             };
             let guarantee = self.teams[team].guarantee as f64;
-            if self.jobs[j].phase() != Phase::Pending
-                || usage[team] + self.jobs[j].milli as f64 > guarantee
+            // The demand first: the job itself is read only when it fits.
+            if usage[team] + self.owe[j].milli as f64 > guarantee
+                || self.jobs[j].phase() != Phase::Pending
             {
-                self.jobs[j].owed = false;
-                self.jobs[j].owed_late = false;
+                self.owe[j].owed = false;
+                self.owe[j].owed_late = false;
                 continue;
             }
-            if !self.jobs[j].owed {
-                let since = self.metrics.owed_from(&self.jobs[j], prev, guarantee);
-                self.jobs[j].owed = true;
-                self.jobs[j].owed_since = since;
+            if !self.owe[j].owed {
+                let since = self.metrics.owed_from(&self.owe[j], prev, guarantee);
+                self.owe[j].owed = true;
+                self.owe[j].owed_since = since;
             }
-            let (owed_since, queued_at) = (self.jobs[j].owed_since, self.jobs[j].queued_at);
+            let (owed_since, queued_at) = (self.owe[j].owed_since, self.owe[j].queued_at);
             if now - owed_since > limit {
-                if !self.jobs[j].owed_late {
-                    // Owned: the trace writer borrows the world.
-                    let map = if reasons { Some(&self.reasons) } else { None };
-                    let why = reason_in(map, self.jobs[j].id()).to_string();
+                if !self.owe[j].owed_late {
+                    let why = if reasons {
+                        self.refresh_full(j);
+                        self.why[j]
+                            .full
+                            .as_ref()
+                            .map_or(String::new(), |r| r.as_str().to_string())
+                    } else {
+                        String::new()
+                    };
                     self.late_episode(j, now, &why);
                 }
                 let m = &mut self.metrics;
@@ -787,9 +815,7 @@ impl World<'_> {
     /// left, then takes the cause this one leaves.
     pub(super) fn idle_at(&mut self, now: Nanos) {
         self.metrics.advance(now);
-        let free = self.metrics.gpus - self.metrics.alloc_now;
-        let cause = self.idle_cause(free).to_string();
-        self.metrics.set_idle_cause(&cause);
+        self.take_idle_cause();
     }
 
     /// Records the timeline and, while every team has work waiting, Jain's
@@ -801,7 +827,7 @@ impl World<'_> {
         let mut backlogged = vec![false; self.teams.len()];
         for &j in &self.active {
             if self.jobs[j].phase() == Phase::Pending
-                && let Some(t) = self.jobs[j].team
+                && let Some(t) = self.owe[j].team
             {
                 backlogged[t] = true;
             }
@@ -890,9 +916,9 @@ impl World<'_> {
         // Jobs owed and still waiting at the end: their wait so far, or a
         // scheduler that never serves a claim would look fast.
         for k in 0..self.lists.pending.len() {
-            let j = &self.jobs[self.lists.pending[k]];
-            if j.owed && j.phase() == Phase::Pending {
-                let wait = seconds(end - j.owed_since);
+            let j = self.lists.pending[k];
+            if self.owe[j].owed && self.jobs[j].phase() == Phase::Pending {
+                let wait = seconds(end - self.owe[j].owed_since);
                 self.metrics.owed_waits.push(wait);
             }
         }
@@ -949,7 +975,7 @@ impl World<'_> {
         let mut waits: [Vec<f64>; 3] = Default::default();
         let mut within: [Vec<f64>; 3] = Default::default();
         let mut jct = Vec::new();
-        for j in &self.jobs {
+        for (j, o) in self.jobs.iter().zip(&self.owe) {
             if j.job.submitted > self.duration {
                 continue;
             }
@@ -959,9 +985,9 @@ impl World<'_> {
             if !j.done && j.phase() == Phase::Pending {
                 // Still waiting at the end: count the wait so far, or a
                 // scheduler that never serves a class would look fast.
-                let wait = seconds(self.duration - j.queued_at);
+                let wait = seconds(self.duration - o.queued_at);
                 waits[c].push(wait);
-                if j.within {
+                if o.within {
                     within[c].push(wait);
                 }
             }
@@ -995,12 +1021,12 @@ impl World<'_> {
     /// it can pass the offered load.
     fn offered_gpu_seconds(&self) -> f64 {
         let mut total = 0.0;
-        for j in &self.jobs {
+        for (j, o) in self.jobs.iter().zip(&self.owe) {
             if j.arrival_at >= self.duration {
                 continue;
             }
             let run = j.duration.min(self.duration - j.arrival_at);
-            total += j.milli as f64 / 1000.0 * seconds(run);
+            total += o.milli as f64 / 1000.0 * seconds(run);
         }
         total
     }

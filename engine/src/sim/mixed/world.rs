@@ -44,28 +44,13 @@ pub(super) struct WJob {
     /// Bumps on every stop, so stale departures and grace timers are
     /// ignored.
     pub epoch: u64,
-    /// When it last entered the queue.
-    pub queued_at: Nanos,
-    /// When the metrics first saw it owed while it waits, without a break
-    /// since (owed: it is set).
-    pub owed_since: Nanos,
-    pub owed: bool,
-    /// Past 60 s + grace since `owed_since`: counted once.
-    pub owed_late: bool,
-    /// When its last owed episode ended without its start, its team's
-    /// other work having taken the room: a fall before it cannot begin a
-    /// new one.
-    pub outgrown_at: Nanos,
     /// Has ever run.
     pub started: bool,
     pub done: bool,
     pub finish: Nanos,
     pub first_run: Nanos,
     pub waits: Vec<Nanos>,
-    /// When it last entered the queue, its team's holdings plus its demand
-    /// were within the team's guarantee; `waits_within` are the waits that
-    /// began so.
-    pub within: bool,
+    /// The waits that began within the team's guarantee (`Owe::within`).
     pub waits_within: Vec<Nanos>,
     /// The last wait reason traced.
     pub last_reason: String,
@@ -75,11 +60,50 @@ pub(super) struct WJob {
     pub listed: bool,
     /// Its arrival's number: the order of `World::active`.
     pub seq: usize,
+}
+
+/// What the metrics' passes over the waiting jobs read of a job, kept
+/// apart from the job in a dense array by job (`World::owe`): the passes
+/// after every cycle read it for every waiting job, and a job's own record
+/// spans several cache lines (docs/mixed.md, "Simulation speed": the
+/// passes over the jobs were bound by memory reads).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Owe {
     /// Its team's position in `World::teams` (none: a team the scenario
-    /// does not list), and the GPU milli it asks for: the metrics read
-    /// both for every queued job at every cycle.
+    /// does not list), and the GPU milli it asks for.
     pub team: Option<usize>,
     pub milli: i64,
+    /// When it last entered the queue.
+    pub queued_at: Nanos,
+    /// When the metrics first saw it owed while it waits, without a break
+    /// since (owed: it is set).
+    pub owed_since: Nanos,
+    /// When its last owed episode ended without its start, its team's
+    /// other work having taken the room: a fall before it cannot begin a
+    /// new one.
+    pub outgrown_at: Nanos,
+    pub owed: bool,
+    /// Past 60 s + grace since `owed_since`: counted once.
+    pub owed_late: bool,
+    /// When it last entered the queue, its team's holdings plus its demand
+    /// were within the team's guarantee.
+    pub within: bool,
+}
+
+/// Why a job waits, as the cycles said, kept by job (`World::why`) so that
+/// the passes after each cycle look no job up by its ID: the reason the
+/// last full cycle gave (looked up in `World::reasons` once per full cycle
+/// and job, when first asked), and the one a light cycle gave since.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Why {
+    /// The last full cycle's reason, valid when `full_at` is
+    /// `World::full_cycles`.
+    pub full: Option<WaitReason>,
+    pub full_at: u64,
+    /// A light cycle's reason since the last full cycle, valid when
+    /// `recent_at` is `World::full_cycles`.
+    pub recent: Option<WaitReason>,
+    pub recent_at: u64,
 }
 
 impl WJob {
@@ -91,7 +115,6 @@ impl WJob {
         checkpoint_every: Nanos,
     ) -> WJob {
         let tasks = spec.tasks.len();
-        let milli = spec.gpu_milli();
         let mut job = sched::Job::new(spec, at);
         job.estimate = duration;
         WJob {
@@ -104,24 +127,16 @@ impl WJob {
             run_since: -1,
             moved: Vec::new(),
             epoch: 0,
-            queued_at: 0,
-            owed_since: 0,
-            owed: false,
-            owed_late: false,
-            outgrown_at: 0,
             started: false,
             done: false,
             finish: 0,
             first_run: 0,
             waits: Vec::new(),
-            within: false,
             waits_within: Vec::new(),
             last_reason: String::new(),
             held_share: 0.0,
             listed: false,
             seq: 0,
-            team: None,
-            milli,
         }
     }
 
@@ -175,6 +190,18 @@ pub(super) struct Timer {
     pub for_job: String,
 }
 
+impl Why {
+    /// The reason the last cycle that looked at the job gave, with the
+    /// world `full_cycles` full cycles in: a light cycle's since the last
+    /// full one, else the last full one's (when it was looked up).
+    pub fn current(&self, full_cycles: u64) -> Option<&WaitReason> {
+        if self.recent_at == full_cycles && self.recent.is_some() {
+            return self.recent.as_ref();
+        }
+        self.full.as_ref().filter(|_| self.full_at == full_cycles)
+    }
+}
+
 /// A MIG instance of the world's cluster: the node's position, the GPU
 /// and the instance's place.
 pub(super) type InstanceKey = (usize, usize, Placement);
@@ -222,11 +249,15 @@ pub(super) struct World<'t> {
     /// A periodic tick is queued.
     pub tick_due: bool,
     pub metrics: Metrics,
-    /// Why each job waited after the last full cycle (its decision's own
-    /// map), and the reasons the light cycles gave since: what
-    /// idle_gpu_hours charges idle GPUs to (`idle_cause`).
+    /// The last full cycle's decision's wait reasons (`Why::full` takes
+    /// each job's from here), and how many full cycles have run: the
+    /// reasons the jobs' `Why` hold are valid while it stays.
     pub reasons: WaitMap,
-    pub recent: ById<WaitReason>,
+    pub full_cycles: u64,
+    /// Per job (by position in `jobs`): what the passes over the waiting
+    /// jobs read (`Owe`), and why it waits (`Why`).
+    pub owe: Vec<Owe>,
+    pub why: Vec<Why>,
     /// The map of the full cycle before the last one, which nothing reads:
     /// the next full cycle fills it again (`sched::Input::waiting`).
     pub spare: Option<WaitMap>,
@@ -296,14 +327,21 @@ impl<'t> World<'t> {
             tick_due: false,
             metrics: Metrics::default(),
             reasons: WaitMap::default(),
-            recent: ById::default(),
+            full_cycles: 0,
+            owe: Vec::with_capacity(arrivals.len()),
+            why: Vec::new(),
             spare: None,
             trace,
         };
         w.metrics = Metrics::new(&w.st, &w.teams);
+        w.why = vec![Why::default(); arrivals.len()];
         for (i, a) in arrivals.into_iter().enumerate() {
-            let mut j = WJob::new(a.job, a.at, a.duration, a.checkpoint_every);
-            j.team = w.teams.iter().position(|t| t.name == j.job.spec.team);
+            let j = WJob::new(a.job, a.at, a.duration, a.checkpoint_every);
+            w.owe.push(Owe {
+                team: w.teams.iter().position(|t| t.name == j.job.spec.team),
+                milli: j.job.spec.gpu_milli(),
+                ..Owe::default()
+            });
             w.by_id.insert(Arc::from(j.id()), i);
             w.jobs.push(j);
             w.push(Event {
@@ -383,10 +421,10 @@ impl<'t> World<'t> {
 
     /// Whether j's team, holding what it holds now, is owed j's demand.
     pub fn within_guarantee(&self, j: usize) -> bool {
-        let Some(team) = self.jobs[j].team else {
+        let Some(team) = self.owe[j].team else {
             return false;
         };
-        self.team_usage()[team] + self.jobs[j].milli as f64 <= self.teams[team].guarantee as f64
+        self.team_usage()[team] + self.owe[j].milli as f64 <= self.teams[team].guarantee as f64
     }
 
     fn handle(&mut self, ev: Event) -> Result<(), MixedError> {
@@ -395,8 +433,8 @@ impl<'t> World<'t> {
                 let j = ev.reference;
                 let now = self.now();
                 self.jobs[j].job.phase = Phase::Pending;
-                self.jobs[j].queued_at = now;
-                self.jobs[j].within = self.within_guarantee(j);
+                self.owe[j].queued_at = now;
+                self.owe[j].within = self.within_guarantee(j);
                 self.arrive(j);
                 self.touch(j);
                 let id = self.jobs[j].id().to_string();
@@ -494,7 +532,7 @@ impl<'t> World<'t> {
         match t.kind {
             TimerKind::Grace => {
                 let back = self.grace_over(t.job, t.epoch)?;
-                let within = self.jobs[t.job].within;
+                let within = self.owe[t.job].within;
                 if back && !within {
                     self.want_cycle();
                 }

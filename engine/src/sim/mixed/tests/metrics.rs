@@ -5,18 +5,19 @@ use std::collections::BTreeMap;
 use super::super::metrics::{
     Drop, Metrics, ReasonCount, Span, behind_own_team, count_reason, covered, percentile,
 };
-use super::super::world::WJob;
+use super::super::world::{Owe, WJob};
 use crate::scenario::duration::{HOUR, MINUTE, SECOND};
 use crate::sched::Phase;
 use crate::workload::{self, Class};
 
-fn job(team: usize, milli: i64, queued_at: i64, within: bool) -> WJob {
-    let mut j = WJob::new(workload::Job::default(), 0, 0, 0);
-    j.team = Some(team);
-    j.milli = milli;
-    j.queued_at = queued_at;
-    j.within = within;
-    j
+fn job(team: usize, milli: i64, queued_at: i64, within: bool) -> Owe {
+    Owe {
+        team: Some(team),
+        milli,
+        queued_at,
+        within,
+        ..Owe::default()
+    }
 }
 
 /// A waiting job becomes owed at the first fall of its team's holdings
@@ -84,6 +85,9 @@ fn a_job_becomes_owed_at_the_fall_that_makes_it_fit() {
     );
 }
 
+/// A waiting job and what the metrics read of it.
+type Claim = (WJob, Owe);
+
 /// A late owed job is behind its team's own claims when the guarantee,
 /// served to the team's claims in the scheduler's order (a higher class,
 /// then the older), is taken by those ahead of it: each claim ahead that
@@ -94,15 +98,15 @@ fn a_late_job_is_behind_its_teams_own_claims() {
     const HELD: f64 = 7000.0;
     const GUARANTEE: f64 = 16000.0; // 9000 left
     let waiting = |team: usize, class: Class, submitted: i64, milli: i64| {
-        let mut j = job(team, milli, 0, false);
+        let mut j = WJob::new(workload::Job::default(), 0, 0, 0);
         j.job.phase = Phase::Pending;
         j.job.submitted = submitted;
         j.job.spec.class = class;
-        j
+        (j, job(team, milli, 0, false))
     };
     let me = || waiting(0, Class::Batch, HOUR, 1000);
     use Class::{Batch, BestEffort, Production};
-    let cases: Vec<(&str, Vec<WJob>, bool)> = vec![
+    let cases: Vec<(&str, Vec<Claim>, bool)> = vec![
         (
             "a younger claim of a higher class takes the room",
             vec![waiting(0, Production, 2 * HOUR, 8500)],
@@ -157,19 +161,20 @@ fn a_late_job_is_behind_its_teams_own_claims() {
     ];
     for (name, mut jobs, want) in cases {
         jobs.push(me());
+        let (jobs, owe): (Vec<WJob>, Vec<Owe>) = jobs.into_iter().unzip();
         let active: Vec<usize> = (0..jobs.len()).collect();
         let j = jobs.len() - 1;
         assert_eq!(
-            behind_own_team(&jobs, &active, j, HELD, GUARANTEE),
+            behind_own_team(&jobs, &owe, &active, j, HELD, GUARANTEE),
             want,
             "{name}"
         );
     }
     let mut running = waiting(0, Batch, MINUTE, 8500);
-    running.job.phase = Phase::Running;
-    let jobs = vec![running, me()];
+    running.0.job.phase = Phase::Running;
+    let (jobs, owe): (Vec<WJob>, Vec<Owe>) = vec![running, me()].into_iter().unzip();
     assert!(
-        !behind_own_team(&jobs, &[0, 1], 1, HELD, GUARANTEE),
+        !behind_own_team(&jobs, &owe, &[0, 1], 1, HELD, GUARANTEE),
         "a running job of the team counted as a claim ahead (what it holds is in held)"
     );
 }

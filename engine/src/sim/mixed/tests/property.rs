@@ -593,18 +593,20 @@ fn an_owed_job_back_from_its_grace_starts_at_once() {
     };
     let (r, w) = run_world_with(&sc, &opt);
     assert_eq!(r.preemptions, 1, "the scenario does not test eviction");
-    let back: Vec<_> = w.jobs.iter().filter(|j| j.waits.len() >= 2).collect();
+    let back: Vec<usize> = (0..w.jobs.len())
+        .filter(|&j| w.jobs[j].waits.len() >= 2)
+        .collect();
     assert_eq!(back.len(), 1, "jobs back in the queue");
     assert!(
-        back[0].within,
+        w.owe[back[0]].within,
         "{} was beyond a's guarantee back in the queue",
-        back[0].id()
+        w.jobs[back[0]].id()
     );
     assert_eq!(
-        *back[0].waits.last().unwrap(),
+        *w.jobs[back[0]].waits.last().unwrap(),
         0,
         "{} waited back in the queue",
-        back[0].id()
+        w.jobs[back[0]].id()
     );
 }
 
