@@ -10,12 +10,11 @@
 //!  5. the warm pool, and the decision.
 
 use std::collections::{BTreeMap, HashSet};
-use std::hash::BuildHasherDefault;
 
 use super::Scheduler;
 use super::place::pending_tasks;
 use super::snapshot::Cycle;
-use super::types::{Decision, Input, Job, Phase, Wait, WaitMap, WaitReason};
+use super::types::{Decision, Input, Job, Phase, Wait, WaitReason};
 use crate::placement::Request;
 use crate::workload::Kind;
 
@@ -57,7 +56,7 @@ impl Scheduler {
                 w.clear();
                 w
             }
-            None => WaitMap::with_capacity_and_hasher(pending.len(), BuildHasherDefault::default()),
+            None => Vec::with_capacity(pending.len()),
         };
         // Queue positions per team, by the team's position in the input;
         // teams not in the input in a map.
@@ -96,11 +95,8 @@ impl Scheduler {
 
     /// Notes why `j` waits and its place in its team's queue.
     fn wait(&self, c: &mut Cycle<'_>, j: &Job, position: usize, reason: WaitReason) {
-        let id = match self.table.id_slot(j) {
-            Some(s) => self.table.entries[s].id.clone(),
-            None => j.id().into(),
-        };
-        c.d.waiting.insert(id, Wait { position, reason });
+        c.d.waiting
+            .push((c.index_of(self, j), Wait { position, reason }));
     }
 
     /// Forgets promises whose victims have all left. The nodes of a settled

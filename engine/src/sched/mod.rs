@@ -60,7 +60,7 @@ pub use config::{Config, Order, SchedError, preset};
 pub use incremental::KeptError;
 pub use types::{
     Decision, HOUR, INVALID_SPEC, IdHasher, Input, Job, MINUTE, Migration, Nanos, Phase,
-    Preemption, Reconfig, Retry, SECOND, Start, Team, Wait, WaitMap, WaitReason,
+    Preemption, Reconfig, Retry, SECOND, Start, Team, Wait, WaitReason, Waiting,
 };
 
 use crate::cluster::NodeSet;

@@ -205,7 +205,9 @@ impl Scheduler {
     }
 
     /// Dominant-resource shares: each team's CPU and memory placed, summed
-    /// over the jobs in input order, and the cluster's totals.
+    /// over the jobs in input order, and the cluster's totals. The sums are
+    /// kept by the team's position in the input (`team_pos`), teams not in
+    /// it by name: the order asks for a share per pending job.
     fn drf_share(&self, c: &Cycle<'_>) -> Share {
         let (mut tot_gpu, mut tot_cpu, mut tot_mem) = (0.0, 0.0, 0.0);
         for n in c.cluster.nodes() {
@@ -213,22 +215,29 @@ impl Scheduler {
             tot_cpu += n.cpu_milli() as f64;
             tot_mem += n.memory_mib() as f64;
         }
-        let mut cpu: BTreeMap<&str, f64> = BTreeMap::new();
-        let mut mem: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut held = vec![(0.0, 0.0); c.teams.len()];
+        let mut others: BTreeMap<String, (f64, f64)> = BTreeMap::new();
         for j in c.jobs {
+            if j.placed.iter().all(Option::is_none) {
+                continue;
+            }
+            let p = self.team_pos(c, j);
+            let sums = if p >= 0 {
+                &mut held[p as usize]
+            } else {
+                others.entry(j.spec.team.clone()).or_insert((0.0, 0.0))
+            };
             for a in j.placed.iter().flatten() {
-                *cpu.entry(&j.spec.team).or_insert(0.0) += a.cpu_milli as f64;
-                *mem.entry(&j.spec.team).or_insert(0.0) += a.memory_mib as f64;
+                sums.0 += a.cpu_milli as f64;
+                sums.1 += a.memory_mib as f64;
             }
         }
-        let cpu = cpu.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let mem = mem.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         Share::Drf {
             tot_gpu,
             tot_cpu,
             tot_mem,
-            cpu,
-            mem,
+            held,
+            others,
         }
     }
 }
@@ -239,13 +248,15 @@ enum Share {
     /// A team below its guarantee goes first (key below 0, the further
     /// below the sooner); above it, GPU held over weight.
     Fair,
-    /// The team's dominant share of GPU, CPU and memory over weight.
+    /// The team's dominant share of GPU, CPU and memory over weight: the
+    /// CPU milli and memory MiB each team holds, by position in the input,
+    /// and those of teams not in it.
     Drf {
         tot_gpu: f64,
         tot_cpu: f64,
         tot_mem: f64,
-        cpu: BTreeMap<String, f64>,
-        mem: BTreeMap<String, f64>,
+        held: Vec<(f64, f64)>,
+        others: BTreeMap<String, (f64, f64)>,
     },
 }
 
@@ -282,12 +293,15 @@ impl Share {
                 tot_gpu,
                 tot_cpu,
                 tot_mem,
-                cpu,
-                mem,
+                held,
+                others,
             } => {
-                let team = j.spec.team.as_str();
-                let cpu = cpu.get(team).copied().unwrap_or(0.0);
-                let mem = mem.get(team).copied().unwrap_or(0.0);
+                let p = s.team_pos(c, j);
+                let (cpu, mem) = if p >= 0 {
+                    held[p as usize]
+                } else {
+                    others.get(&j.spec.team).copied().unwrap_or((0.0, 0.0))
+                };
                 let gpu = s.usage_of(c, j) as f64 / tot_gpu;
                 let mut dom = go_max(go_max(gpu, cpu / tot_cpu), mem / tot_mem);
                 if let Some(t) = s.team_of(c, j)

@@ -29,6 +29,9 @@ pub(super) struct Cycle<'a> {
     /// The job of the input at each slot of the scheduler's table: the
     /// jobs of this input, reachable by their entry.
     pub cur: Vec<Option<&'a Job>>,
+    /// The position in the input's jobs of the job at each slot (for the
+    /// decision's `waiting`).
+    pub index: Vec<usize>,
     /// The GPU milli each team of the input holds, by position
     /// (`team_pos`); `use_other` the same for teams not in the input.
     pub use_: Vec<i64>,
@@ -95,6 +98,16 @@ impl<'a> Cycle<'a> {
         self.cur[slot] = Some(j);
     }
 
+    /// The position of `j` in the input's jobs.
+    pub fn index_of(&self, sch: &Scheduler, j: &Job) -> usize {
+        sch.table
+            .slot(j)
+            .and_then(|s| self.index.get(s).copied())
+            .filter(|&i| i != usize::MAX)
+            .or_else(|| self.jobs.iter().position(|x| std::ptr::eq(*x, j)))
+            .expect("a job of the input")
+    }
+
     /// The position of a team in the input, -1 when it is not there.
     pub fn pos_of(&self, team: &str) -> isize {
         team_index(self.teams, team)
@@ -120,6 +133,7 @@ impl Scheduler {
             jobs: input.jobs,
             st: input.cluster.scratch(),
             cur: Vec::new(),
+            index: Vec::new(),
             use_: Vec::new(),
             use_other: BTreeMap::new(),
             in_flight: None,
@@ -153,15 +167,29 @@ impl Scheduler {
         // (lifetimes keep no reference to a job across cycles, so the
         // table learns where this cycle's jobs are from them).
         c.cur.resize(self.table.entries.len(), None);
-        for &j in input.jobs {
+        c.index.resize(self.table.entries.len(), usize::MAX);
+        let mut unmarked = Vec::new();
+        for (i, &j) in input.jobs.iter().enumerate() {
             if let Some(slot) = self.table.slot(j) {
                 c.cur[slot] = Some(j);
+                c.index[slot] = i;
+            } else {
+                unmarked.push(i);
             }
         }
         if input.incremental && self.kept.fits(input) {
             self.apply_changes(&mut c, input);
         } else {
             self.recount(&mut c, input);
+        }
+        // The jobs met for the first time have their slots now.
+        for i in unmarked {
+            if let Some(slot) = self.table.slot(input.jobs[i]) {
+                if slot >= c.index.len() {
+                    c.index.resize(slot + 1, usize::MAX);
+                }
+                c.index[slot] = i;
+            }
         }
         if prune {
             for slot in 0..self.table.entries.len() {

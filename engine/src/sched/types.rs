@@ -4,9 +4,9 @@
 //! Ported from the Go build's `engine/sched/types.go`; the names are Go's
 //! in snake case.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -182,11 +182,11 @@ pub struct Input<'a> {
     pub incremental: bool,
     pub changed: &'a [&'a Job],
     pub gone: &'a [&'a Job],
-    /// The `waiting` map of an earlier decision that the world reads no
+    /// The `waiting` list of an earlier decision that the world reads no
     /// more, for a full cycle to clear and fill again (each full cycle of
-    /// a busy week filled a map of thousands of entries). A full cycle
+    /// a busy week fills one of thousands of entries). A full cycle
     /// takes it, leaving `None`; a light cycle leaves it.
-    pub waiting: Option<WaitMap>,
+    pub waiting: Option<Waiting>,
 }
 
 impl<'a> Input<'a> {
@@ -211,10 +211,13 @@ impl<'a> Input<'a> {
     }
 }
 
-/// The pending jobs left waiting, by job ID: the hash map of the Go build
-/// (looked up by ID; never iterate it where order shows, sort first), with
-/// a cheap hasher, as a full cycle of a backlog inserts thousands.
-pub type WaitMap = HashMap<Arc<str>, Wait, BuildHasherDefault<IdHasher>>;
+/// The pending jobs left waiting, in the order the cycle considered them:
+/// each job by its position in `Input::jobs`, with its wait. (The Go build
+/// keyed a map by job ID; a full cycle of a backlog filled one of
+/// thousands of entries, and hashing and counting references to the IDs
+/// was a fifth of a gang-drf run here. `Decision::waits_by_id` gives the
+/// map.)
+pub type Waiting = Vec<(usize, Wait)>;
 
 /// A hasher for job IDs and other short keys, hashed often: the Fx hash
 /// (rustc's), a word at a time. Not resistant to chosen collisions, which
@@ -275,16 +278,27 @@ pub struct Decision {
     pub preemptions: Vec<Preemption>,
     pub reconfigs: Vec<Reconfig>,
     pub migrations: Vec<Migration>,
-    /// For every pending job left waiting, its position in its team's
-    /// queue (1 = next; 0 in a cycle limited by `Input::only`) and why it
-    /// waits.
-    pub waiting: WaitMap,
+    /// For every pending job left waiting (by its position in
+    /// `Input::jobs`), its position in its team's queue (1 = next; 0 in a
+    /// cycle limited by `Input::only`) and why it waits.
+    pub waiting: Waiting,
     /// Claims within their team's guarantee that wait for a timer of the
     /// scheduler's own: the world gives each a cycle at `at`, as a
     /// scheduler's backoff queue would, instead of leaving it to its next
     /// periodic look. A world that cycles every few seconds anyway may
     /// ignore them.
     pub retries: Vec<Retry>,
+}
+
+impl Decision {
+    /// The waits by job ID; `jobs` is the input the decision was made
+    /// for.
+    pub fn waits_by_id<'j>(&self, jobs: &[&'j Job]) -> BTreeMap<&'j str, Wait> {
+        self.waiting
+            .iter()
+            .map(|(i, w)| (jobs[*i].id(), w.clone()))
+            .collect()
+    }
 }
 
 /// Asks for a cycle of `job` at `at`.

@@ -4,9 +4,7 @@
 use super::helpers::{
     fleet, job, new_scheduler, new_world, nodes_of, reason_of, started_jobs, starts_of, team,
 };
-use crate::sched::{
-    HOUR, INVALID_SPEC, Input, Job, MINUTE, Phase, SECOND, Wait, WaitMap, WaitReason,
-};
+use crate::sched::{HOUR, INVALID_SPEC, Input, Job, MINUTE, Phase, SECOND, Wait, WaitReason};
 
 #[test]
 fn light_cycle_considers_only_the_jobs_named() {
@@ -34,9 +32,9 @@ fn light_cycle_considers_only_the_jobs_named() {
 }
 
 #[test]
-fn a_full_cycle_gives_its_waiting_in_the_map_given() {
-    // One GPU, three jobs of one: two wait. The map given holds a stale
-    // entry, which must go; a light cycle leaves the map alone.
+fn a_full_cycle_gives_its_waiting_in_the_list_given() {
+    // One GPU, three jobs of one: two wait. The list given holds a stale
+    // entry, which must go; a light cycle leaves the list alone.
     let jobs = [
         job("a"),
         job("b").submitted(MINUTE),
@@ -47,19 +45,18 @@ fn a_full_cycle_gives_its_waiting_in_the_map_given() {
         let sch = new_scheduler("partita", &st);
         let mut w = new_world(st.clone(), sch, &[]);
         w.submit(&jobs);
-        w.decide().waiting
+        w.decide().decision.waiting
     };
     let sch = new_scheduler("partita", &st);
     let mut w = new_world(st, sch, &[]);
     w.submit(&jobs);
-    let mut given = WaitMap::default();
-    given.insert(
-        "gone".into(),
+    let given = vec![(
+        9,
         Wait {
             position: 9,
             reason: WaitReason::Quota,
         },
-    );
+    )];
     let refs: Vec<&Job> = w.jobs.iter().collect();
     let only = ["c".to_string()];
     let mut light = Input::new(w.now, &w.st, &w.teams, &refs);
@@ -69,11 +66,11 @@ fn a_full_cycle_gives_its_waiting_in_the_map_given() {
     let given = light
         .waiting
         .take()
-        .expect("a light cycle leaves the map given");
+        .expect("a light cycle leaves the list given");
     assert_eq!(
         given.len(),
         1,
-        "a light cycle changed the map given: {given:?}"
+        "a light cycle changed the list given: {given:?}"
     );
     let mut given = given;
     given.reserve(1000);
@@ -81,12 +78,14 @@ fn a_full_cycle_gives_its_waiting_in_the_map_given() {
     let mut full = Input::new(w.now, &w.st, &w.teams, &refs);
     full.waiting = Some(given);
     let d = w.sch.cycle(&mut full);
-    assert!(full.waiting.is_none(), "the cycle takes the map given");
+    assert!(full.waiting.is_none(), "the cycle takes the list given");
     assert_eq!(d.waiting, want);
     assert_eq!(d.waiting.len(), 2);
+    let ids: Vec<&str> = d.waiting.iter().map(|(i, _)| refs[*i].id()).collect();
+    assert_eq!(ids, ["b", "c"], "the waits name the input's jobs");
     assert!(
         d.waiting.capacity() >= capacity,
-        "the decision's waiting is not the map given"
+        "the decision's waiting is not the list given"
     );
 }
 
@@ -121,7 +120,10 @@ fn light_cycle_starts_a_job_named_twice_once() {
     input.only = Some(&only);
     let d = w.sch.cycle(&mut input);
     assert_eq!(starts_of(&d, "b").len(), 1, "b, one task: {:?}", d.starts);
-    assert!(!d.waiting.contains_key("b"), "b both starts and waits");
+    assert!(
+        !d.waits_by_id(&refs).contains_key("b"),
+        "b both starts and waits"
+    );
 }
 
 #[test]

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::helpers::{World, describe};
+use super::helpers::{Decided, World, describe};
 use super::random_world::{RandomScenario, pending_ids};
 use crate::cluster::Assignment;
 use crate::random::Rand;
-use crate::sched::{Decision, Input, Job, Phase};
+use crate::sched::{Input, Job, Phase};
 
 /// What the world's jobs are, deeply, to see whether a cycle changed them
 /// (the scheduler's mark aside: it is the scheduler's, not the world's).
@@ -93,7 +93,7 @@ fn cycle_changes_neither_the_cluster_nor_the_jobs() {
 
 /// What every decision must satisfy once applied. `pending` lists the
 /// jobs pending before the cycle, `full` whether it was a full cycle.
-fn check_decision(w: &World, d: &Decision, pending: &[String], full: bool, at: &str) {
+fn check_decision(w: &World, d: &Decided, pending: &[String], full: bool, at: &str) {
     let cfg = w.sch.config();
     let started: BTreeSet<&str> = d.starts.iter().map(|s| s.job.as_str()).collect();
     for id in pending {
@@ -238,7 +238,7 @@ proptest! {
                 prev = now;
                 d
             };
-            prop_assert_eq!(&df, &di, "seed {} ({}), cycle {}", seed, preset, cycle);
+            prop_assert_eq!(&df.decision, &di, "seed {} ({}), cycle {}", seed, preset, cycle);
             inc.apply(&di);
             sc.step(&mut rng, &mut [&mut full, &mut inc]);
         }

@@ -16,7 +16,7 @@ use super::helpers::{
 };
 use crate::cluster::{Assignment, State};
 use crate::random::Rand;
-use crate::sched::{Decision, Input, Job, MINUTE, Nanos, Phase, SECOND};
+use crate::sched::{Decision, Input, Job, MINUTE, Nanos, Phase, SECOND, Wait};
 use crate::workload::classes;
 
 struct Scenario {
@@ -158,6 +158,7 @@ fn run(preset: &str, seed: i64) -> String {
             .map(|j| j.id().to_string())
             .collect();
         let d;
+        let waits: Vec<(String, Wait)>;
         {
             let refs: Vec<&Job> = w.jobs.iter().collect();
             let mut changed: Vec<&Job> = Vec::new();
@@ -192,6 +193,11 @@ fn run(preset: &str, seed: i64) -> String {
             input.gone = &gone;
             input.only = only.as_deref();
             d = w.sch.cycle(&mut input);
+            waits = d
+                .waits_by_id(&refs)
+                .into_iter()
+                .map(|(id, wt)| (id.to_string(), wt))
+                .collect();
             if incremental && let Err(e) = w.sch.check_kept(&input) {
                 panic!("{preset} seed {seed} cycle {cycle}: {e}");
             }
@@ -203,7 +209,7 @@ fn run(preset: &str, seed: i64) -> String {
                 .map(|j| (j.id().to_string(), Snap::of(j)))
                 .collect();
         }
-        describe_decision(&mut lines, cycle, w.now, &d);
+        describe_decision(&mut lines, cycle, w.now, &d, &waits);
         w.apply_as_mixed(&d);
         step(&mut rng, &mut sc, &mut w);
     }
@@ -265,7 +271,14 @@ fn grants_text(a: &Assignment) -> String {
     parts.join(",")
 }
 
-fn describe_decision(b: &mut String, cycle: usize, now: Nanos, d: &Decision) {
+/// Writes a decision's lines; `waits` are its waits by job ID, sorted.
+fn describe_decision(
+    b: &mut String,
+    cycle: usize,
+    now: Nanos,
+    d: &Decision,
+    waits: &[(String, Wait)],
+) {
     let _ = writeln!(b, "cycle {cycle} at {now}");
     for s in &d.starts {
         let a = &s.assignment;
@@ -305,10 +318,7 @@ fn describe_decision(b: &mut String, cycle: usize, now: Nanos, d: &Decision) {
             p.job, p.for_job, p.grace, p.reason
         );
     }
-    let mut ids: Vec<&Arc<str>> = d.waiting.keys().collect();
-    ids.sort();
-    for id in ids {
-        let wt = &d.waiting[id];
+    for (id, wt) in waits {
         let _ = writeln!(b, "wait {id} {} {}", wt.position, wt.reason);
     }
     for r in &d.retries {

@@ -14,7 +14,7 @@ use crate::policies;
 use crate::random::Rand;
 use crate::sched::snapshot::Cycle;
 use crate::sched::{
-    Config, Decision, HOUR, Input, Job, Nanos, Phase, Scheduler, Start, Team, preset,
+    Config, Decision, HOUR, Input, Job, Nanos, Phase, Scheduler, Start, Team, Wait, preset,
 };
 use crate::workload::{self, Class, Demand, Task};
 
@@ -447,27 +447,33 @@ impl World {
 
     /// Runs a cycle on the world's input, limited to `only` when given,
     /// without carrying it out.
-    pub fn decide_only(&mut self, only: Option<&[String]>) -> Decision {
+    pub fn decide_only(&mut self, only: Option<&[String]>) -> Decided {
         let refs: Vec<&Job> = self.jobs.iter().collect();
         let mut input = Input::new(self.now, &self.st, &self.teams, &refs);
         input.only = only;
-        self.sch.cycle(&mut input)
+        let decision = self.sch.cycle(&mut input);
+        let waiting = decision
+            .waits_by_id(&refs)
+            .into_iter()
+            .map(|(id, w)| (id.to_string(), w))
+            .collect();
+        Decided { decision, waiting }
     }
 
     /// Runs a full cycle without carrying it out.
-    pub fn decide(&mut self) -> Decision {
+    pub fn decide(&mut self) -> Decided {
         self.decide_only(None)
     }
 
     /// Runs a full cycle and carries it out.
-    pub fn cycle(&mut self) -> Decision {
+    pub fn cycle(&mut self) -> Decided {
         let d = self.decide();
         self.apply(&d);
         d
     }
 
     /// Runs a cycle for the listed pending jobs and carries it out.
-    pub fn light(&mut self, only: &[&str]) -> Decision {
+    pub fn light(&mut self, only: &[&str]) -> Decided {
         let only: Vec<String> = only.iter().map(|s| s.to_string()).collect();
         let d = self.decide_only(Some(&only));
         self.apply(&d);
@@ -545,17 +551,18 @@ impl World {
         self.jobs[i].phase = Phase::Terminating;
     }
 
-    /// Carries a decision out, failing the test on any step the cluster
+    /// Carries a decision out in the order `Decision` gives (starts, moves,
+    /// MIG changes, preemptions), failing the test on any step the cluster
     /// refuses: the scheduler promises its decisions apply as they are.
     pub fn apply(&mut self, d: &Decision) {
         for s in &d.starts {
             self.start(s);
         }
-        for rc in &d.reconfigs {
-            self.reconfigure(rc, true);
-        }
         for m in &d.migrations {
             self.migrate(m);
+        }
+        for rc in &d.reconfigs {
+            self.reconfigure(rc, true);
         }
         for p in &d.preemptions {
             self.preempt(p);
@@ -685,8 +692,24 @@ pub fn victims_of(d: &Decision) -> Vec<String> {
     out
 }
 
+/// A decision of the test world, with its waits by job ID (the
+/// decision's own `waiting` names jobs by their place in the input):
+/// `d.waiting` is this map, everything else the decision's.
+#[derive(Debug, PartialEq)]
+pub struct Decided {
+    pub decision: Decision,
+    pub waiting: BTreeMap<String, Wait>,
+}
+
+impl std::ops::Deref for Decided {
+    type Target = Decision;
+    fn deref(&self) -> &Decision {
+        &self.decision
+    }
+}
+
 /// The wait reason of a job, or "(not waiting)".
-pub fn reason_of(d: &Decision, id: &str) -> String {
+pub fn reason_of(d: &Decided, id: &str) -> String {
     d.waiting
         .get(id)
         .map_or_else(|| "(not waiting)".to_string(), |w| w.reason.to_string())
@@ -719,7 +742,7 @@ pub fn describe(st: &State) -> String {
 
 /// Runs a cycle every 15 s from an hour to `hour + limit` and returns how
 /// long after `hour` the first one that evicted came, with its decision.
-pub fn first_victims(w: &mut World, limit: Nanos) -> Option<(Nanos, Decision)> {
+pub fn first_victims(w: &mut World, limit: Nanos) -> Option<(Nanos, Decided)> {
     let mut waited = 0;
     while waited <= limit {
         w.at(HOUR + waited);

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::helpers::Decided;
 use super::helpers::{
     World, fleet, job, new_scheduler, new_scheduler_with, new_world, reason_of, started_jobs,
     starts_of, team, victims_of,
@@ -404,7 +405,7 @@ fn replicas_needing_instances_share_one_reconfig() {
 /// n1's MIG GPU is being changed for someone else, so svc's 3g.40gb gets
 /// n2's idle GPU turned to MIG (the decision returned); then n1's change
 /// ends, and n2's is still being applied.
-fn change_for_svc() -> (World, Decision) {
+fn change_for_svc() -> (World, Decided) {
     let st = fleet().nodes(2).gpus(1, "H100-80GB").mig().build();
     let sch = new_scheduler("partita", &st);
     let mut w = new_world(st, sch, &[team("a").guarantee(2).burst(2)]);

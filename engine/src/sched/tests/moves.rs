@@ -2,8 +2,8 @@
 //! of move plans (Go's `migrate_test.go`).
 
 use super::helpers::{
-    TeamBuilder, World, first_victims, fleet, job, new_scheduler_with, new_world, nodes_of,
-    reason_of, started_jobs, starts_of, team, victims_of,
+    Decided, TeamBuilder, World, first_victims, fleet, job, new_scheduler_with, new_world,
+    nodes_of, reason_of, started_jobs, starts_of, team, victims_of,
 };
 use crate::gpu::{Layout, Placement};
 use crate::sched::moves::{MOVE_COOLDOWN, OWED_LONG};
@@ -831,7 +831,7 @@ fn notebook_holes(w: &mut World, node: &str) {
 
 /// Checks that the claim's cycle evicted nothing (team a is within its
 /// guarantee) and moved replicas r0 and r4, both to node `to`.
-fn want_only_r0_r4_moved_to(d: &Decision, claim: &str, to: &str) {
+fn want_only_r0_r4_moved_to(d: &Decided, claim: &str, to: &str) {
     assert!(
         d.preemptions.is_empty(),
         "victims {:?}: a is within its guarantee",

@@ -12,7 +12,7 @@ use crate::cluster::Assignment;
 use crate::placement::{grant_share, need};
 use crate::scenario::duration::{MINUTE, SECOND, seconds};
 use crate::sched::{
-    Decision, Input, Migration, Nanos, Phase, Preemption, Reconfig, Start, WaitMap,
+    Decision, Input, Migration, Nanos, Phase, Preemption, Reconfig, Start, Waiting,
 };
 use crate::workload::Class;
 
@@ -92,9 +92,14 @@ impl World<'_> {
             preemptions,
             reconfigs,
             migrations,
-            waiting,
+            mut waiting,
             retries,
         } = d;
+        // The waiting jobs by their position in `jobs`, from theirs in the
+        // input (`active`, unchanged since the cycle).
+        for (i, _) in waiting.iter_mut() {
+            *i = self.active[*i];
+        }
         if self.tracing() {
             self.trace_waits(&waiting);
         }
@@ -111,16 +116,17 @@ impl World<'_> {
             // The jobs' reasons of the cycle before and of the light
             // cycles since go stale with the count.
             self.full_cycles += 1;
-            let old = std::mem::replace(&mut self.reasons, waiting);
-            self.spare = Some(old);
+            for (j, wt) in waiting.drain(..) {
+                let why = &mut self.why[j];
+                why.full = Some(wt.reason);
+                why.full_at = self.full_cycles;
+            }
+            self.spare = Some(waiting);
         } else {
-            // Which job is which entry does not depend on the map's order.
-            for (id, wt) in &waiting {
-                if let Some(&j) = self.by_id.get(&**id) {
-                    let why = &mut self.why[j];
-                    why.recent = Some(wt.reason.clone());
-                    why.recent_at = self.full_cycles;
-                }
+            for (j, wt) in waiting {
+                let why = &mut self.why[j];
+                why.recent = Some(wt.reason);
+                why.recent_at = self.full_cycles;
             }
         }
         for m in migrations {
@@ -156,15 +162,19 @@ impl World<'_> {
     /// or ten, each time its reason changes. The Go build wrote them in
     /// the order of its decision's map, which differs from run to run;
     /// this world writes them in the order of the job IDs.
-    fn trace_waits(&mut self, waiting: &WaitMap) {
+    fn trace_waits(&mut self, waiting: &Waiting) {
         let now = self.now();
-        let mut ids: Vec<&Arc<str>> = waiting.keys().collect();
-        ids.sort();
-        for id in ids {
-            let Some(&j) = self.by_id.get(&**id) else {
-                continue;
-            };
-            let reason = waiting[id].reason.as_str();
+        let mut by_id: Vec<(&str, usize, &str)> = waiting
+            .iter()
+            .map(|(j, wt)| (self.jobs[*j].id(), *j, wt.reason.as_str()))
+            .collect();
+        by_id.sort_unstable();
+        let by_id: Vec<(String, usize, String)> = by_id
+            .into_iter()
+            .map(|(id, j, reason)| (id.to_string(), j, reason.to_string()))
+            .collect();
+        for (id, j, reason) in by_id {
+            let reason = reason.as_str();
             let job = &self.jobs[j];
             let waited = now - self.owe[j].queued_at;
             if (job.job.spec.class == Class::Production && waited > MINUTE || waited > 10 * MINUTE)

@@ -426,26 +426,10 @@ impl World<'_> {
         u
     }
 
-    /// Makes `why[j].full` the reason the last full cycle gave j, looking
-    /// it up in that cycle's map only the first time it is asked after
-    /// the cycle (the passes after every cycle ask for every waiting job
-    /// that fits; the map changes only at full cycles).
-    fn refresh_full(&mut self, j: usize) {
-        let why = &mut self.why[j];
-        if why.full_at != self.full_cycles {
-            why.full = self
-                .reasons
-                .get(self.jobs[j].id())
-                .map(|w| w.reason.clone());
-            why.full_at = self.full_cycles;
-        }
-    }
-
     /// The reason the last cycle that looked at j gave for its wait: a
     /// light cycle's since the last full one, else the full one's; none
     /// when neither looked at it.
-    fn last_reason(&mut self, j: usize) -> String {
-        self.refresh_full(j);
+    fn last_reason(&self, j: usize) -> String {
         self.why[j]
             .current(self.full_cycles)
             .map_or(String::new(), |r| r.as_str().to_string())
@@ -465,11 +449,6 @@ impl World<'_> {
             return;
         }
         let fit = |milli: i64| milli as f64 <= free * 1000.0 + 1e-6;
-        for i in 0..self.lists.pending.len() {
-            if fit(self.lists.milli[i]) {
-                self.refresh_full(self.lists.pending[i]);
-            }
-        }
         let mut fits: Vec<ReasonCount<'_>> = Vec::new();
         for (i, &j) in self.lists.pending.iter().enumerate() {
             if !fit(self.lists.milli[i]) {
@@ -757,10 +736,8 @@ impl World<'_> {
             if now - owed_since > limit {
                 if !self.owe[j].owed_late {
                     let why = if reasons {
-                        self.refresh_full(j);
                         self.why[j]
-                            .full
-                            .as_ref()
+                            .last_full(self.full_cycles)
                             .map_or(String::new(), |r| r.as_str().to_string())
                     } else {
                         String::new()

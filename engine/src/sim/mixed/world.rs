@@ -15,7 +15,7 @@ use crate::cluster::{Assignment, State};
 use crate::gpu::Placement;
 use crate::random::Rand;
 use crate::scenario::duration::seconds;
-use crate::sched::{self, IdHasher, Nanos, Phase, Scheduler, Team, WaitMap, WaitReason};
+use crate::sched::{self, IdHasher, Nanos, Phase, Scheduler, Team, WaitReason, Waiting};
 use crate::sim::events::{Event, Kind, Queue};
 
 /// A map looked up by job ID (never iterated), with the scheduler's cheap
@@ -92,8 +92,7 @@ pub(super) struct Owe {
 
 /// Why a job waits, as the cycles said, kept by job (`World::why`) so that
 /// the passes after each cycle look no job up by its ID: the reason the
-/// last full cycle gave (looked up in `World::reasons` once per full cycle
-/// and job, when first asked), and the one a light cycle gave since.
+/// last full cycle gave, and the one a light cycle gave since.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Why {
     /// The last full cycle's reason, valid when `full_at` is
@@ -198,6 +197,12 @@ impl Why {
         if self.recent_at == full_cycles && self.recent.is_some() {
             return self.recent.as_ref();
         }
+        self.last_full(full_cycles)
+    }
+
+    /// The reason the last full cycle gave, none when it left the job
+    /// out (it started, or was not pending).
+    pub fn last_full(&self, full_cycles: u64) -> Option<&WaitReason> {
         self.full.as_ref().filter(|_| self.full_at == full_cycles)
     }
 }
@@ -249,18 +254,16 @@ pub(super) struct World<'t> {
     /// A periodic tick is queued.
     pub tick_due: bool,
     pub metrics: Metrics,
-    /// The last full cycle's decision's wait reasons (`Why::full` takes
-    /// each job's from here), and how many full cycles have run: the
-    /// reasons the jobs' `Why` hold are valid while it stays.
-    pub reasons: WaitMap,
+    /// How many full cycles have run: the reasons the jobs' `Why` hold
+    /// are valid while it stays.
     pub full_cycles: u64,
     /// Per job (by position in `jobs`): what the passes over the waiting
     /// jobs read (`Owe`), and why it waits (`Why`).
     pub owe: Vec<Owe>,
     pub why: Vec<Why>,
-    /// The map of the full cycle before the last one, which nothing reads:
-    /// the next full cycle fills it again (`sched::Input::waiting`).
-    pub spare: Option<WaitMap>,
+    /// The last full cycle's `waiting`, emptied into the jobs' `Why`: the
+    /// next full cycle fills it again (`sched::Input::waiting`).
+    pub spare: Option<Waiting>,
     pub trace: Option<&'t mut dyn fmt::Write>,
 }
 
@@ -326,7 +329,6 @@ impl<'t> World<'t> {
             new_jobs: Vec::new(),
             tick_due: false,
             metrics: Metrics::default(),
-            reasons: WaitMap::default(),
             full_cycles: 0,
             owe: Vec::with_capacity(arrivals.len()),
             why: Vec::new(),
