@@ -154,9 +154,6 @@ pub(super) struct Memory {
 #[derive(Debug)]
 pub(super) struct Entry {
     pub id: Arc<str>,
-    /// Told apart the `Job` values that held the slot: a mark of an older
-    /// one is stale.
-    pub epoch: u64,
     /// The Go build's `byID` holds the job: from its first refresh until it
     /// is gone (incremental) or pruned.
     pub indexed: bool,
@@ -170,6 +167,11 @@ pub(super) struct Entry {
 pub(super) struct Table {
     pub token: u64,
     pub entries: Vec<Entry>,
+    /// Each entry's epoch, which tells apart the `Job` values that held
+    /// the slot: a mark of an older one is stale. Kept apart from the
+    /// entries, which span many cache lines: every job's mark is checked
+    /// several times a cycle.
+    epochs: Vec<u64>,
     pub ids: IdMap<u32>,
     free: Vec<u32>,
     next_epoch: u64,
@@ -182,6 +184,7 @@ impl Table {
         Table {
             token: new_token(),
             entries: Vec::new(),
+            epochs: Vec::new(),
             ids: IdMap::default(),
             free: Vec::new(),
             next_epoch: 1,
@@ -198,8 +201,8 @@ impl Table {
         }
         let slot = (mark & 0xffff_ffff) as usize;
         let epoch = mark >> 32;
-        match self.entries.get(slot) {
-            Some(e) if e.epoch == epoch => Some(slot),
+        match self.epochs.get(slot) {
+            Some(&e) if e == epoch => Some(slot),
             _ => None,
         }
     }
@@ -221,9 +224,8 @@ impl Table {
         let slot = self.slot_for_id(j.id());
         let epoch = self.next_epoch;
         self.next_epoch += 1;
-        let e = &mut self.entries[slot];
-        e.epoch = epoch;
-        e.held = Held::default();
+        self.epochs[slot] = epoch;
+        self.entries[slot].held = Held::default();
         j.set_mark(self.token, (epoch << 32) | slot as u64);
         slot
     }
@@ -237,7 +239,6 @@ impl Table {
                 let id: Arc<str> = Arc::from(id);
                 let entry = Entry {
                     id: Arc::clone(&id),
-                    epoch: 0,
                     indexed: false,
                     held: Held::default(),
                     part: None,
@@ -246,10 +247,12 @@ impl Table {
                 let s = match self.free.pop() {
                     Some(s) => {
                         self.entries[s as usize] = entry;
+                        self.epochs[s as usize] = 0;
                         s
                     }
                     None => {
                         self.entries.push(entry);
+                        self.epochs.push(0);
                         (self.entries.len() - 1) as u32
                     }
                 };
@@ -262,7 +265,7 @@ impl Table {
     /// Makes the marks of the entry's current value stale (Go: `owner =
     /// nil`): the next refresh starts it over.
     pub fn unmark(&mut self, slot: usize) {
-        self.entries[slot].epoch = 0;
+        self.epochs[slot] = 0;
     }
 
     /// Drops the entry of an ID that left the input, with its memory.
@@ -273,7 +276,7 @@ impl Table {
             self.indexed -= 1;
         }
         self.ids.remove(&e.id);
-        e.epoch = 0;
+        self.epochs[slot] = 0;
         e.held = Held::default();
         e.part = None;
         e.memory = Memory::default();
