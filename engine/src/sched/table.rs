@@ -35,28 +35,14 @@ pub(super) fn new_token() -> u64 {
 pub(super) type IdMap<V> = HashMap<Arc<str>, V, BuildHasherDefault<IdHasher>>;
 
 /// What the scheduler computed from one `Job` value while its placement
-/// stayed the same (the Go build's `heldEntry`).
+/// stayed the same (the Go build's `heldEntry`). In C layout, the fields
+/// every cycle reads of each pending job first, so that they share a
+/// cache line or two (`Entry`).
 #[derive(Debug, Default)]
+#[repr(C)]
 pub(super) struct Held {
-    /// `placed.len()` when computed.
-    pub tasks: usize,
-    /// The assignments it was computed from, by identity; empty when no
-    /// task holds anything.
-    pub placed: Vec<Option<Arc<Assignment>>>,
-    /// The node set `nodes` index.
-    pub set: Option<Arc<NodeSet>>,
-    /// The last cycle whose input had the job.
-    pub seen: u64,
-    pub milli: i64,
-    /// The nodes the job holds, by position in the cluster.
-    pub nodes: Vec<usize>,
     /// The job's team's position in the input (-1: none), when last seen.
     pub team: isize,
-    /// A task holds a MIG instance (`on_slices`).
-    pub slices: bool,
-    /// A search or re-partition backoff was set while the job was beyond
-    /// its team's guarantee (`clear_on_claim`).
-    pub held_off: bool,
     /// The job's shape, for the task list it was computed for (identified
     /// by the address of its first task: a world may rebuild a job under
     /// the same ID with other tasks).
@@ -64,6 +50,23 @@ pub(super) struct Held {
     /// The job's validation (why it can never run, if so), for the task
     /// list it was computed for (none: no tasks).
     pub checked: Option<(Option<usize>, Option<WaitReason>)>,
+    /// A search or re-partition backoff was set while the job was beyond
+    /// its team's guarantee (`clear_on_claim`).
+    pub held_off: bool,
+    /// A task holds a MIG instance (`on_slices`).
+    pub slices: bool,
+    pub milli: i64,
+    /// The last cycle whose input had the job.
+    pub seen: u64,
+    /// `placed.len()` when computed.
+    pub tasks: usize,
+    /// The assignments it was computed from, by identity; empty when no
+    /// task holds anything.
+    pub placed: Vec<Option<Arc<Assignment>>>,
+    /// The node set `nodes` index.
+    pub set: Option<Arc<NodeSet>>,
+    /// The nodes the job holds, by position in the cluster.
+    pub nodes: Vec<usize>,
 }
 
 impl Held {
@@ -125,21 +128,23 @@ pub(super) struct AskedChange {
 
 /// What the Go build keeps in maps keyed by job ID. Zero values stand for
 /// absent keys wherever the Go build reads the map's zero value; `Option`
-/// where it asks whether the key is there.
+/// where it asks whether the key is there. In C layout, the fields read
+/// for every pending job each cycle first (`Held`).
 #[derive(Debug, Default)]
+#[repr(C)]
 pub(super) struct Memory {
+    /// No victim search before then.
+    pub search_backoff: Nanos,
+    /// When the job, waiting, was first seen within its team's guarantee.
+    pub owed_since: Option<Nanos>,
     /// Changes asked in a row; after two that did not let the job start,
     /// `backoff` holds off more until the cooldown passes.
     pub attempts: i32,
     pub backoff: Nanos,
-    /// No victim search before then.
-    pub search_backoff: Nanos,
     /// No move search before then.
     pub move_backoff: Nanos,
     /// When a replica of the job was last moved.
     pub moved_at: Option<Nanos>,
-    /// When the job, waiting, was first seen within its team's guarantee.
-    pub owed_since: Option<Nanos>,
     /// Preemption rounds since it last started, and when a job past the
     /// free rounds may evict again.
     pub rounds: i32,
@@ -150,16 +155,20 @@ pub(super) struct Memory {
     pub reqs: Option<ReqEntry>,
 }
 
-/// One job ID's entry.
+/// One job ID's entry, in C layout: what a cycle reads of each pending
+/// job first (`Held` and `Memory` lead with it). The entries' own fields
+/// were spread over several cache lines, and reading them was a third of
+/// a gang-drf cycle of a backlog.
 #[derive(Debug)]
+#[repr(C)]
 pub(super) struct Entry {
+    pub held: Held,
+    pub memory: Memory,
     pub id: Arc<str>,
     /// The Go build's `byID` holds the job: from its first refresh until it
     /// is gone (incremental) or pruned.
     pub indexed: bool,
-    pub held: Held,
     pub part: Option<Part>,
-    pub memory: Memory,
 }
 
 /// The entries, their IDs and the free slots.
