@@ -63,10 +63,7 @@ impl Scheduler {
         let mut positions = vec![0usize; input.teams.len()];
         let mut others: BTreeMap<&str, usize> = BTreeMap::new();
         for j in pending {
-            let team = self
-                .table
-                .slot(j)
-                .map_or(-1, |s| self.table.entries[s].held.team);
+            let team = self.team_pos(&c, j);
             let pos = if team >= 0 {
                 &mut positions[team as usize]
             } else {

@@ -4,6 +4,7 @@
 //! incremental input only the jobs that changed are read again
 //! (`incremental.rs`).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
@@ -32,6 +33,10 @@ pub(super) struct Cycle<'a> {
     /// The position in the input's jobs of the job at each slot (for the
     /// decision's `waiting`).
     pub index: Vec<usize>,
+    /// The last job `team_pos` answered for (by address) and its answer:
+    /// considering one job asks a dozen times, and the answer holds all
+    /// cycle (entries are refreshed only by the snapshot).
+    pub last_team: Cell<(usize, isize)>,
     /// The GPU milli each team of the input holds, by position
     /// (`team_pos`); `use_other` the same for teams not in the input.
     pub use_: Vec<i64>,
@@ -134,6 +139,7 @@ impl Scheduler {
             st: input.cluster.scratch(),
             cur: Vec::new(),
             index: Vec::new(),
+            last_team: Cell::new((0, -1)),
             use_: Vec::new(),
             use_other: BTreeMap::new(),
             in_flight: None,
@@ -323,12 +329,17 @@ impl Scheduler {
 
     /// The position of `j`'s team in the input, -1 when it is not there.
     pub(super) fn team_pos(&self, c: &Cycle<'_>, j: &Job) -> isize {
-        if let Some(s) = self.table.slot(j)
-            && self.live(c, j)
-        {
-            return self.table.entries[s].held.team;
+        let addr = std::ptr::from_ref(j) as usize;
+        let (last, pos) = c.last_team.get();
+        if last == addr {
+            return pos;
         }
-        c.pos_of(&j.spec.team)
+        let pos = match self.table.slot(j) {
+            Some(s) if self.live(c, j) => self.table.entries[s].held.team,
+            _ => c.pos_of(&j.spec.team),
+        };
+        c.last_team.set((addr, pos));
+        pos
     }
 
     /// `j`'s team, none when it is not in the input.
