@@ -75,6 +75,9 @@ impl Scheduler {
     /// started again on the MIG instances they had just left.
     pub(super) fn order<'a>(&mut self, c: &mut Cycle<'a>, incremental: bool) -> Vec<&'a Job> {
         let share = self.share_func(c);
+        // A share is its team's: taken once per team in the input (teams
+        // not in it, rare, per job).
+        let mut team_share: Vec<Option<f64>> = vec![None; c.teams.len()];
         let (jobs, sorted) = self.jobs_to_order(c, incremental);
         let mut ks: Vec<OrderKey<'a>> = Vec::with_capacity(jobs.len());
         for j in jobs {
@@ -92,7 +95,17 @@ impl Scheduler {
                 submitted: j.submitted,
             };
             if self.cfg.order != Order::Fifo {
-                k.share = share.of(self, c, j);
+                let p = self.team_pos(c, j);
+                k.share = match team_share.get(p as usize) {
+                    Some(Some(v)) if p >= 0 => *v,
+                    _ => {
+                        let v = share.of(self, c, j);
+                        if p >= 0 {
+                            team_share[p as usize] = Some(v);
+                        }
+                        v
+                    }
+                };
             }
             if self.cfg.guarantee_first {
                 k.within = self.within_guarantee(c, j);

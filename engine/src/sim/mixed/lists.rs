@@ -8,6 +8,8 @@
 //! need, in the order of `World::active`, so that every sum is taken in
 //! the same order as over the jobs.
 
+use std::cell::RefCell;
+
 use super::MixedError;
 use super::world::World;
 use crate::sched::{Nanos, Phase};
@@ -31,6 +33,9 @@ pub(super) struct Lists {
     pub ckpt: Vec<Checkpointed>,
     /// Arrivals so far: `WJob::seq`.
     pub seq: usize,
+    /// `World::team_usage` as last summed, until `share` or `team` change:
+    /// the passes after each cycle, and every arrival, ask for it.
+    pub usage: RefCell<Option<Vec<f64>>>,
 }
 
 /// A running job that checkpoints every `every` since `since`; `at` is
@@ -50,6 +55,7 @@ impl World<'_> {
         self.jobs[j].seq = self.lists.seq;
         self.active.push(j);
         let l = &mut self.lists;
+        l.usage = RefCell::new(None);
         l.share.push(self.jobs[j].held_share);
         l.team.push(self.owe[j].team);
         // The latest arrival: last in order.
@@ -63,6 +69,7 @@ impl World<'_> {
             return;
         };
         self.active.remove(i);
+        self.lists.usage = RefCell::new(None);
         self.lists.share.remove(i);
         self.lists.team.remove(i);
         self.gone.push(j);
@@ -74,6 +81,7 @@ impl World<'_> {
     pub(super) fn held_changed(&mut self, j: usize) {
         if let Some(i) = self.active.iter().position(|&x| x == j) {
             self.lists.share[i] = self.jobs[j].held_share;
+            self.lists.usage = RefCell::new(None);
         }
     }
 

@@ -417,12 +417,16 @@ pub(super) fn count_reason<'a>(counts: &mut Vec<ReasonCount<'a>>, reason: &'a st
 impl World<'_> {
     /// The GPU milli each team holds, by position in `teams`.
     pub(super) fn team_usage(&self) -> Vec<f64> {
+        if let Some(u) = &*self.lists.usage.borrow() {
+            return u.clone();
+        }
         let mut u = vec![0.0; self.teams.len()];
         for (i, t) in self.lists.team.iter().enumerate() {
             if let Some(t) = *t {
                 u[t] += self.lists.share[i] * 1000.0;
             }
         }
+        *self.lists.usage.borrow_mut() = Some(u.clone());
         u
     }
 
