@@ -231,7 +231,9 @@ pub fn starts_of(mask: u8) -> impl Iterator<Item = i32> {
 }
 
 pub(crate) fn count_profile(l: &[Placement], name: &str) -> i32 {
-    l.iter().filter(|pl| pl.profile == name).count() as i32
+    l.iter()
+        .filter(|pl| super::layout::same_name(&pl.profile, name))
+        .count() as i32
 }
 
 /// `xs` joined by `sep`: "0,2,4".

@@ -13,11 +13,34 @@ use super::{GpuError, MEMORY_SLICES, catalog};
 /// borrows the catalog's `'static` name: placements are copied whenever a
 /// node is, and a name that is not copied costs nothing. Only the name of
 /// a profile no catalog model has (which no valid layout holds) is owned.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Placement {
     pub profile: Cow<'static, str>,
     /// A memory-slice index; `Model::validate` refuses one outside the GPU.
     pub start: i32,
+}
+
+/// Equal profile and start, the start compared first and the names by
+/// address before bytes (`same_name`): the placement policies compare
+/// layouts' placements in their inner loops.
+impl PartialEq for Placement {
+    fn eq(&self, other: &Placement) -> bool {
+        self.start == other.start && same_name(&self.profile, &other.profile)
+    }
+}
+
+impl std::hash::Hash for Placement {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.profile.hash(state);
+        self.start.hash(state);
+    }
+}
+
+/// Whether two names are equal, looking at their addresses first: a
+/// catalog profile's name is borrowed from the catalog wherever it is
+/// used (`Placement::new`), so equal names mostly share one address.
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
 }
 
 impl Placement {

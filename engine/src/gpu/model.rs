@@ -124,7 +124,9 @@ impl Model {
 
     /// `profile` without the error, for hot paths.
     pub fn find(&self, name: &str) -> Option<&Profile> {
-        self.profiles.iter().find(|p| p.name == name)
+        self.profiles
+            .iter()
+            .find(|p| super::layout::same_name(&p.name, name))
     }
 
     fn profile_names(&self) -> String {
