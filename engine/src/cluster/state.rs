@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,7 +102,7 @@ impl Assignment {
 /// key on both).
 pub struct NodeSet {
     /// Node name -> position. Only looked up, never iterated.
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
     changes: AtomicU64,
 }
 
@@ -161,7 +161,7 @@ impl State {
     /// Builds a State from nodes, checking that names are unique, GPU
     /// indexes match positions and MIG layouts are valid.
     pub fn new(mut nodes: Vec<Node>) -> Result<State, ClusterError> {
-        let mut index = HashMap::with_capacity(nodes.len());
+        let mut index = FxHashMap::with_capacity_and_hasher(nodes.len(), Default::default());
         for (i, n) in nodes.iter_mut().enumerate() {
             if n.name().is_empty() {
                 return Err(ClusterError::EmptyNodeName { index: i });

@@ -1,5 +1,7 @@
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -36,7 +38,7 @@ pub struct Placer {
     mig_only: bool,
     brief: bool,
     /// Request class -> row of `rows`. Only looked up, never iterated.
-    classes: HashMap<RequestKey, usize>,
+    classes: FxHashMap<RequestKey, usize>,
     rows: Vec<Row>,
     /// Every node's tie-break rank, read once per node set: a rank is
     /// fixed before its node joins a State, so the nodes of one set keep
@@ -218,7 +220,7 @@ impl Placer {
             headroom: DEFAULT_HEADROOM,
             mig_only: false,
             brief: false,
-            classes: HashMap::new(),
+            classes: FxHashMap::default(),
             rows: Vec::new(),
             ranks: Ranks::default(),
             candidates: Vec::new(),

@@ -51,16 +51,16 @@ mod warm;
 #[cfg(test)]
 mod tests;
 
+use rustc_hash::FxBuildHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 pub use build::{build, shapes_of};
 pub use config::{Config, Order, SchedError, preset};
 pub use incremental::KeptError;
 pub use types::{
-    Decision, HOUR, INVALID_SPEC, IdHasher, Input, Job, MINUTE, Migration, Nanos, Phase,
-    Preemption, Reconfig, Retry, SECOND, Start, Team, Wait, WaitReason, Waiting,
+    Decision, HOUR, INVALID_SPEC, Input, Job, MINUTE, Migration, Nanos, Phase, Preemption,
+    Reconfig, Retry, SECOND, Start, Team, Wait, WaitReason, Waiting,
 };
 
 use crate::cluster::NodeSet;
@@ -93,7 +93,7 @@ pub struct Scheduler {
     /// The gang holding nodes, if any.
     reservation: Option<Reservation>,
     /// When each GPU was last re-partitioned, by node name and GPU index.
-    last_change: HashMap<String, Vec<Option<Nanos>>, BuildHasherDefault<IdHasher>>,
+    last_change: HashMap<String, Vec<Option<Nanos>>, FxBuildHasher>,
     /// Maps a team to the gang holding its quota (`hold_quota`).
     quota_hold: BTreeMap<String, String>,
     /// When production work started on each MIG profile, for the warm
@@ -114,7 +114,7 @@ pub struct Scheduler {
     /// Numbers the memo and search keys: a map keyed by number is cheaper
     /// than one keyed by the key, which is hashed at every look-up, for
     /// each queued job, every cycle.
-    key_ids: HashMap<String, u32>,
+    key_ids: HashMap<String, u32, FxBuildHasher>,
     next_key: u32,
     /// The cluster's capacity for validating jobs, for one node set.
     capacity: Option<(Arc<NodeSet>, Capacity)>,
@@ -148,7 +148,7 @@ impl Scheduler {
             kept: Kept::default(),
             borrower_moves_at: 0,
             no_victims_until: BTreeMap::new(),
-            key_ids: HashMap::new(),
+            key_ids: HashMap::default(),
             next_key: 0,
             capacity: None,
             order_buffers: OrderBuffers::default(),

@@ -11,7 +11,9 @@
 //! is promised the node and takes it once the old replicas and the victims
 //! are gone and its idle MIG GPUs are turned whole.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Scheduler;
 use super::mig::{fits_layout, used_layout};
@@ -65,7 +67,7 @@ pub(super) struct TaskOf<'a> {
 }
 
 /// Each node's tasks (by node position, then task name) and their jobs.
-pub(super) type Owners<'a> = Vec<HashMap<&'a str, TaskOf<'a>>>;
+pub(super) type Owners<'a> = Vec<FxHashMap<&'a str, TaskOf<'a>>>;
 
 /// A plan found by `cheapest_moves`: the moves, the victims, the node and
 /// the state after them.
@@ -386,13 +388,13 @@ impl Scheduler {
 
     /// Each node's tasks and their jobs, made once a cycle.
     fn owners<'a>(&self, c: &Cycle<'a>) -> Owners<'a> {
-        let moving: HashSet<&str> = self
+        let moving: FxHashSet<&str> = self
             .moving
             .values()
             .flatten()
             .map(|r| r.task.as_str())
             .collect();
-        let mut owners: Owners<'a> = vec![HashMap::new(); c.cluster.len()];
+        let mut owners: Owners<'a> = vec![FxHashMap::default(); c.cluster.len()];
         for &v in c.jobs {
             for (i, a) in v.placed.iter().enumerate() {
                 let Some(a) = a else { continue };

@@ -117,7 +117,7 @@ impl Scheduler {
     fn running_summary(&self, c: &Cycle<'_>) -> Vec<TeamLow> {
         let mut out: Vec<TeamLow> = Vec::new();
         let mut at = vec![0usize; c.teams.len()]; // 1 + position in out, by team position
-        let mut others: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut others: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
         for &v in c.jobs {
             if v.phase != Phase::Running {
                 continue;

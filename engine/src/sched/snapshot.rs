@@ -4,15 +4,15 @@
 //! incremental input only the jobs that changed are read again
 //! (`incremental.rs`).
 
+use rustc_hash::FxBuildHasher;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::Scheduler;
 use super::incremental::add_end;
 use super::table::{Held, none_of};
-use super::types::{Decision, IdHasher, Input, Job, Nanos, Phase, Team};
+use super::types::{Decision, Input, Job, Nanos, Phase, Team};
 use crate::cluster::State;
 use crate::workload::Capacity;
 
@@ -48,10 +48,10 @@ pub(super) struct Cycle<'a> {
     pub d: Decision,
     /// Job shapes that fitted nowhere this cycle, by memo key: within a
     /// cycle resources only shrink, so they would fail again.
-    pub failed: HashMap<u32, super::types::WaitReason, BuildHasherDefault<IdHasher>>,
+    pub failed: HashMap<u32, super::types::WaitReason, FxBuildHasher>,
     /// The same for victim searches that found nothing, and how many
     /// searches ran (`MAX_SEARCHES`).
-    pub no_victims: HashSet<u32, BuildHasherDefault<IdHasher>>,
+    pub no_victims: HashSet<u32, FxBuildHasher>,
     pub searches: usize,
     /// A search for replicas to move ran this cycle (one a cycle).
     pub moved: bool,
@@ -78,7 +78,7 @@ pub(super) struct Cycle<'a> {
     pub lowest: Option<Vec<super::preempt::TeamLow>>,
     pub may_memo: Vec<i8>,
     /// `quota_ready_at` by gang ID.
-    pub quota_ready: HashMap<String, Nanos>,
+    pub quota_ready: HashMap<String, Nanos, FxBuildHasher>,
     /// The free GPU milli of the plan and its MIG GPUs (-1: not known).
     pub free: i64,
     pub mig_gpus: i64,
@@ -157,7 +157,7 @@ impl Scheduler {
             end_unknown: Vec::new(),
             lowest: None,
             may_memo: Vec::new(),
-            quota_ready: HashMap::new(),
+            quota_ready: HashMap::default(),
             free: -1,
             mig_gpus: 0,
             leaves: None,

@@ -13,13 +13,13 @@
 //!     outlives a new Job of the same ID and is dropped, as there, when the
 //!     ID has left the input at a prune.
 
+use rustc_hash::FxBuildHasher;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::incremental::Part;
-use super::types::{IdHasher, Job, Nanos, WaitReason};
+use super::types::{Job, Nanos, WaitReason};
 use crate::cluster::{Assignment, NodeSet};
 use crate::placement::Request;
 
@@ -32,7 +32,7 @@ pub(super) fn new_token() -> u64 {
     NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
 }
 
-pub(super) type IdMap<V> = HashMap<Arc<str>, V, BuildHasherDefault<IdHasher>>;
+pub(super) type IdMap<V> = HashMap<Arc<str>, V, FxBuildHasher>;
 
 /// What the scheduler computed from one `Job` value while its placement
 /// stayed the same (the Go build's `heldEntry`). In C layout, the fields

@@ -535,8 +535,8 @@ impl Scheduler {
     ) -> Option<(Vec<&'a Job>, String)> {
         // The candidates on each node, nodes in the order first met.
         let mut nodes: Vec<&str> = Vec::new();
-        let mut on_node: std::collections::HashMap<&str, Vec<&'a Job>> =
-            std::collections::HashMap::new();
+        let mut on_node: rustc_hash::FxHashMap<&str, Vec<&'a Job>> =
+            rustc_hash::FxHashMap::default();
         for &v in cands {
             let mut seen: Vec<&str> = Vec::new();
             for a in v.placed.iter().flatten() {

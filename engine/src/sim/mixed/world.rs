@@ -3,9 +3,9 @@
 //! timers fire when a MIG change is done, a grace period ends, a new
 //! instance is ready or a moved replica's old place can go.
 
+use rustc_hash::FxBuildHasher;
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::lists::Lists;
@@ -15,12 +15,12 @@ use crate::cluster::{Assignment, State};
 use crate::gpu::Placement;
 use crate::random::Rand;
 use crate::scenario::duration::seconds;
-use crate::sched::{self, IdHasher, Nanos, Phase, Scheduler, Team, WaitReason, Waiting};
+use crate::sched::{self, Nanos, Phase, Scheduler, Team, WaitReason, Waiting};
 use crate::sim::events::{Event, Kind, Queue};
 
 /// A map looked up by job ID (never iterated), with the scheduler's cheap
 /// hasher.
-pub(super) type ById<V> = HashMap<Arc<str>, V, BuildHasherDefault<IdHasher>>;
+pub(super) type ById<V> = HashMap<Arc<str>, V, FxBuildHasher>;
 
 /// The world's record of one job: the scheduler's view of it (`job`) and
 /// what the world and its metrics keep beside it.
@@ -244,7 +244,7 @@ pub(super) struct World<'t> {
     pub timers: Vec<Timer>,
     /// When each instance added ahead of demand is ready; entries in the
     /// past are harmless.
-    pub ready: HashMap<InstanceKey, Nanos>,
+    pub ready: HashMap<InstanceKey, Nanos, FxBuildHasher>,
     /// A full cycle is already queued.
     pub cycle_due: bool,
     /// When the last full cycle ran.
@@ -323,7 +323,7 @@ impl<'t> World<'t> {
             lists: Lists::default(),
             stuck_after: 0,
             timers: Vec::new(),
-            ready: HashMap::new(),
+            ready: HashMap::default(),
             cycle_due: false,
             last_cycle: 0,
             new_jobs: Vec::new(),
