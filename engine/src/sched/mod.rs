@@ -101,6 +101,9 @@ pub struct Scheduler {
     recent: BTreeMap<WarmKey, Vec<Nanos>>,
     last_warm: Nanos,
     cycles: u64,
+    /// The last job `shape` answered for this cycle (its address, its
+    /// first task's, the cycle) and the answer.
+    last_shape: (usize, Option<usize>, u64, table::Shape),
     /// The cycle of the last recount: an entry seen since is of a job of
     /// the input, unless the job was gone since. `kept` holds the sums an
     /// incremental input updates.
@@ -144,6 +147,7 @@ impl Scheduler {
             recent: BTreeMap::new(),
             last_warm: 0,
             cycles: 0,
+            last_shape: (0, None, 0, table::Shape::default()),
             live_from: 0,
             kept: Kept::default(),
             borrower_moves_at: 0,

@@ -33,6 +33,8 @@ struct OrderKey<'a> {
     share: f64,
     class: Class,
     team: &'a str,
+    /// The team's position in the input (`team_pos`), -1 when not there.
+    team_pos: isize,
     id: &'a str,
     submitted: Nanos,
 }
@@ -91,11 +93,12 @@ impl Scheduler {
                 share: 0.0,
                 class: j.spec.class,
                 team: &j.spec.team,
+                team_pos: self.team_pos(c, j),
                 id: j.id(),
                 submitted: j.submitted,
             };
             if self.cfg.order != Order::Fifo {
-                let p = self.team_pos(c, j);
+                let p = k.team_pos;
                 k.share = match team_share.get(p as usize) {
                     Some(Some(v)) if p >= 0 => *v,
                     _ => {
@@ -159,7 +162,7 @@ impl Scheduler {
         b.group_of.clear();
         for (i, k) in ks.iter().enumerate() {
             let standing = usize::from(k.within) * 2 + usize::from(k.holds);
-            let team = (self.team_pos(c, k.j) + 1) as usize;
+            let team = (k.team_pos + 1) as usize;
             let g = (standing * CLASSES + k.class.index()) * teams + team;
             if b.groups[g].n == 0 {
                 b.groups[g].rep = i;
@@ -398,6 +401,10 @@ mod tests {
                         share,
                         class,
                         team: &j.spec.team,
+                        team_pos: teams
+                            .iter()
+                            .position(|t| t.name == j.spec.team)
+                            .map_or(-1, |p| p as isize),
                         id: j.id(),
                         submitted: j.submitted,
                     })

@@ -136,10 +136,24 @@ fn shape_key(j: &Job) -> String {
 }
 
 impl Scheduler {
-    /// `j`'s demand and key numbers, cached on its entry.
+    /// `j`'s demand and key numbers, cached on its entry. The last job
+    /// asked for is remembered for the cycle (by its address and task
+    /// list): considering one job asks for its shape many times.
     pub(super) fn shape(&mut self, j: &Job) -> Shape {
-        let slot = self.table.slot(j);
+        let addr = std::ptr::from_ref(j) as usize;
         let first = first_task(j);
+        let (last, last_first, cycle, sh) = self.last_shape;
+        if last == addr && last_first == first && cycle == self.cycles {
+            return sh;
+        }
+        let sh = self.shape_of(j, first);
+        self.last_shape = (addr, first, self.cycles, sh);
+        sh
+    }
+
+    /// `shape` without the memory of the last job.
+    fn shape_of(&mut self, j: &Job, first: Option<usize>) -> Shape {
+        let slot = self.table.slot(j);
         if let Some(s) = slot
             && let Some((f, sh)) = self.table.entries[s].held.shape
             && Some(f) == first

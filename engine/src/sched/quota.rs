@@ -51,9 +51,12 @@ impl Scheduler {
             return true;
         };
         let mut need = self.usage_of(c, j) + self.demand_of(j);
-        if let Some(hid) = self.quota_hold.get(&j.spec.team).cloned()
-            && hid != j.id()
-            && let Some(h) = self.job(c, &hid)
+        let holder = self
+            .quota_hold
+            .get(&j.spec.team)
+            .filter(|hid| hid.as_str() != j.id())
+            .and_then(|hid| self.job(c, hid));
+        if let Some(h) = holder
             && h.phase == Phase::Pending
             && h.spec.class >= j.spec.class
             && !self.passes_hold(c, j, h)
