@@ -84,12 +84,15 @@ pub struct Scheduler {
     /// job ID).
     table: Table,
     /// Maps a job to the victims preempted for it; while any is still
-    /// terminating the job waits instead of preempting again.
-    promised: BTreeMap<String, Vec<String>>,
+    /// terminating the job waits instead of preempting again. These three
+    /// maps are asked about every pending job each cycle, so they hash;
+    /// nothing that walks them depends on their order (each entry is
+    /// settled on its own, sums and unions).
+    promised: HashMap<String, Vec<String>, FxBuildHasher>,
     /// The nodes each promised job will use.
-    promised_nodes: BTreeMap<String, BTreeSet<String>>,
+    promised_nodes: HashMap<String, BTreeSet<String>, FxBuildHasher>,
     /// Maps a job to the old places of the replicas moved for it.
-    moving: BTreeMap<String, Vec<MoveRef>>,
+    moving: HashMap<String, Vec<MoveRef>, FxBuildHasher>,
     /// The gang holding nodes, if any.
     reservation: Option<Reservation>,
     /// When each GPU was last re-partitioned, by node name and GPU index.
@@ -138,9 +141,9 @@ impl Scheduler {
             cfg,
             placer,
             table: Table::new(),
-            promised: BTreeMap::new(),
-            promised_nodes: BTreeMap::new(),
-            moving: BTreeMap::new(),
+            promised: HashMap::default(),
+            promised_nodes: HashMap::default(),
+            moving: HashMap::default(),
             reservation: None,
             last_change: HashMap::default(),
             quota_hold: BTreeMap::new(),
