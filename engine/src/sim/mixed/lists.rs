@@ -27,6 +27,10 @@ pub(super) struct Lists {
     /// metrics check.
     pub pending: Vec<usize>,
     pub milli: Vec<i64>,
+    /// The pending jobs' teams (`Owe::team`), by position in `pending`:
+    /// the pass after each cycle (`outgrown`) reads a job's own record only
+    /// when its team's holdings and its demand exceed the guarantee.
+    pub pending_team: Vec<Option<usize>>,
     pub left: Vec<usize>,
     /// The running jobs that checkpoint: the scheduler must see each one's
     /// last checkpoint (it picks victims by the work they would lose).
@@ -61,6 +65,7 @@ impl World<'_> {
         // The latest arrival: last in order.
         l.pending.push(j);
         l.milli.push(self.owe[j].milli);
+        l.pending_team.push(self.owe[j].team);
     }
 
     /// Drops j, done, from the active jobs.
@@ -97,6 +102,7 @@ impl World<'_> {
         }
         p.insert(i, j);
         self.lists.milli.insert(i, self.owe[j].milli);
+        self.lists.pending_team.insert(i, self.owe[j].team);
     }
 
     /// Drops j from the pending list; the next metrics check resets its
@@ -105,6 +111,7 @@ impl World<'_> {
         if let Some(i) = self.lists.pending.iter().position(|&x| x == j) {
             self.lists.pending.remove(i);
             self.lists.milli.remove(i);
+            self.lists.pending_team.remove(i);
             self.lists.left.push(j);
         }
     }
@@ -189,7 +196,7 @@ impl World<'_> {
                 pending.len()
             )));
         }
-        if l.milli.len() != pending.len() {
+        if l.milli.len() != pending.len() || l.pending_team.len() != pending.len() {
             return Err(MixedError::world(format!(
                 "{} demands listed for {} pending jobs",
                 l.milli.len(),
@@ -203,6 +210,14 @@ impl World<'_> {
                     self.jobs[j].id(),
                     l.milli[i],
                     self.owe[j].milli
+                )));
+            }
+            if l.pending_team[i] != self.owe[j].team {
+                return Err(MixedError::world(format!(
+                    "job {}: listed as waiting in team {}, is of team {}",
+                    self.jobs[j].id(),
+                    team_number(l.pending_team[i]),
+                    team_number(self.owe[j].team)
                 )));
             }
         }

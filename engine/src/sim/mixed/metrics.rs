@@ -618,17 +618,18 @@ impl World<'_> {
         let (now, limit) = (self.now(), owed_limit(self));
         let mut i = 0;
         while i < self.lists.pending.len() {
-            let j = self.lists.pending[i];
-            i += 1;
-            let Some(team) = self.owe[j].team else {
+            let (j, milli) = (self.lists.pending[i], self.lists.milli[i]);
+            let Some(team) = self.lists.pending_team[i] else {
+                i += 1;
                 continue;
             };
+            i += 1;
             // The team's use, taken once; the job's phase read only for a
             // job that does not fit (a job of the pending list is pending;
             // Go reads it first, to the same effect).
             let usage = usage.get_or_insert_with(|| self.team_usage());
             let guarantee = self.teams[team].guarantee as f64;
-            if usage[team] + self.owe[j].milli as f64 <= guarantee {
+            if usage[team] + milli as f64 <= guarantee {
                 continue;
             }
             if self.jobs[j].phase() != Phase::Pending {
