@@ -339,26 +339,7 @@ impl Placer {
         R: Borrow<Request>,
         A: Fn(usize) -> bool,
     {
-        let Some(head) = reqs.first() else {
-            return Ok((Vec::new(), st.clone()));
-        };
-        // As place_all: the first task on st itself, before a clone.
-        let mut first = Some(self.place_where(st, head.borrow(), &allowed)?);
-        let mut trial = st.clone();
-        let mut out = Vec::with_capacity(reqs.len());
-        for r in reqs {
-            let r = r.borrow();
-            let a = match first.take() {
-                Some(a) => a,
-                None => self.place_where(&trial, r, &allowed)?,
-            };
-            trial.allocate(&a).map_err(|source| PlaceError::Allocate {
-                task: r.task().name.clone(),
-                source,
-            })?;
-            out.push(a);
-        }
-        Ok((out, trial))
+        place_each(st, reqs, |st, r| self.place_where(st, r, &allowed))
     }
 
     /// `place_in` with `allowed` asked by node position: `place_request`
@@ -460,27 +441,7 @@ impl Placer {
         R: Borrow<Request>,
         F: Fn(&Node) -> bool,
     {
-        let Some(head) = reqs.first() else {
-            return Ok((Vec::new(), st.clone()));
-        };
-        // The first task is placed on st itself (placing does not change
-        // the state): most attempts that fail, fail there, before a clone.
-        let mut first = Some(self.place_in(st, head.borrow(), &allowed)?);
-        let mut trial = st.clone();
-        let mut out = Vec::with_capacity(reqs.len());
-        for r in reqs {
-            let r = r.borrow();
-            let a = match first.take() {
-                Some(a) => a,
-                None => self.place_in(&trial, r, &allowed)?,
-            };
-            trial.allocate(&a).map_err(|source| PlaceError::Allocate {
-                task: r.task().name.clone(),
-                source,
-            })?;
-            out.push(a);
-        }
-        Ok((out, trial))
+        place_each(st, reqs, |st, r| self.place_in(st, r, &allowed))
     }
 
     /// Brings the verdict of every node for `r`'s class up to date (from the
@@ -682,4 +643,38 @@ fn failure(r: &Request, row: &Row, feasible: impl Fn(usize) -> bool) -> Failure 
         nodes: row.len(),
         reasons: counts.into_iter().collect(),
     }
+}
+
+/// Places every request with `place`, each after the ones before it, on a
+/// clone of `st`: all of them or none (`Placer::place_all`). The first is
+/// placed on `st` itself (placing does not change the state): most
+/// attempts that fail, fail there, before a clone.
+fn place_each<R, P>(
+    st: &State,
+    reqs: &[R],
+    mut place: P,
+) -> Result<(Vec<Assignment>, State), PlaceError>
+where
+    R: Borrow<Request>,
+    P: FnMut(&State, &Request) -> Result<Assignment, PlaceError>,
+{
+    let Some(head) = reqs.first() else {
+        return Ok((Vec::new(), st.clone()));
+    };
+    let mut first = Some(place(st, head.borrow())?);
+    let mut trial = st.clone();
+    let mut out = Vec::with_capacity(reqs.len());
+    for r in reqs {
+        let r = r.borrow();
+        let a = match first.take() {
+            Some(a) => a,
+            None => place(&trial, r)?,
+        };
+        trial.allocate(&a).map_err(|source| PlaceError::Allocate {
+            task: r.task().name.clone(),
+            source,
+        })?;
+        out.push(a);
+    }
+    Ok((out, trial))
 }
