@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::Scheduler;
 use super::place::pending_tasks;
 use super::snapshot::Cycle;
-use super::types::{Decision, Input, Job, Phase, Wait, WaitReason};
+use super::types::{Decision, Input, Job, Phase, READ_AHEAD, Wait, WaitReason};
 use crate::placement::Request;
 use crate::workload::Kind;
 
@@ -62,7 +62,14 @@ impl Scheduler {
         // teams not in the input in a map.
         let mut positions = vec![0usize; input.teams.len()];
         let mut others: BTreeMap<&str, usize> = BTreeMap::new();
-        for j in pending {
+        for (i, &j) in pending.iter().enumerate() {
+            if let Some(ahead) = pending.get(i + READ_AHEAD) {
+                ahead.touch();
+            }
+            // Its entry, found from the mark read before.
+            if let Some(ahead) = pending.get(i + READ_AHEAD / 2) {
+                self.table.touch(ahead);
+            }
             let team = self.team_pos(&c, j);
             let pos = if team >= 0 {
                 &mut positions[team as usize]

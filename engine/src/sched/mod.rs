@@ -58,6 +58,7 @@ use std::sync::Arc;
 pub use build::{build, shapes_of};
 pub use config::{Config, Order, SchedError, preset};
 pub use incremental::KeptError;
+pub(crate) use types::READ_AHEAD;
 pub use types::{
     Decision, HOUR, INVALID_SPEC, Input, Job, MINUTE, Migration, Nanos, Phase, Preemption,
     Reconfig, Retry, SECOND, Start, Team, Wait, WaitReason, Waiting,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::Scheduler;
 use super::config::Order;
 use super::snapshot::Cycle;
-use super::types::{Job, Nanos, Phase};
+use super::types::{Job, Nanos, Phase, READ_AHEAD};
 use crate::workload::Class;
 
 /// The arrays `group_order` reuses from cycle to cycle (a backlog's were an
@@ -82,7 +82,11 @@ impl Scheduler {
         let mut team_share: Vec<Option<f64>> = vec![None; c.teams.len()];
         let (jobs, sorted) = self.jobs_to_order(c, incremental);
         let mut ks: Vec<OrderKey<'a>> = Vec::with_capacity(jobs.len());
-        for j in jobs {
+        for (i, j) in jobs.iter().enumerate() {
+            if let Some(ahead) = jobs.get(i + READ_AHEAD) {
+                ahead.touch();
+            }
+            let j = *j;
             if j.phase != Phase::Pending {
                 continue;
             }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::Scheduler;
 use super::incremental::add_end;
 use super::table::{Held, none_of};
-use super::types::{Decision, Input, Job, Nanos, Phase, Team};
+use super::types::{Decision, Input, Job, Nanos, Phase, READ_AHEAD, Team};
 use crate::cluster::State;
 use crate::workload::Capacity;
 
@@ -176,6 +176,9 @@ impl Scheduler {
         c.index.resize(self.table.entries.len(), usize::MAX);
         let mut unmarked = Vec::new();
         for (i, &j) in input.jobs.iter().enumerate() {
+            if let Some(ahead) = input.jobs.get(i + READ_AHEAD) {
+                ahead.touch();
+            }
             if let Some(slot) = self.table.slot(j) {
                 c.cur[slot] = Some(j);
                 c.index[slot] = i;

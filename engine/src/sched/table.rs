@@ -216,6 +216,15 @@ impl Table {
         }
     }
 
+    /// Reads `j`'s entry ahead of its use (as `Job::touch`).
+    pub fn touch(&self, j: &Job) {
+        if let Some(s) = self.slot(j) {
+            let e = &self.entries[s];
+            std::hint::black_box(e.held.team);
+            std::hint::black_box(e.memory.search_backoff);
+        }
+    }
+
     /// The slot of the entry of `j`'s ID: its mark's when current (no
     /// hashing), else the ID's.
     pub fn id_slot(&self, j: &Job) -> Option<usize> {

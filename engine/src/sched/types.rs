@@ -81,6 +81,14 @@ pub struct Job {
     mark: AtomicU64,
 }
 
+/// How many jobs ahead the passes over a backlog read the next job's mark
+/// (and the world its next record): the jobs lie spread over the world's
+/// memory and each first read is a cache miss, a third of a week-1000
+/// cycle; read early, the load overlaps the work on the jobs before it.
+/// (16 measured the same as 8; also reading the job's class and tasks,
+/// slower.)
+pub(crate) const READ_AHEAD: usize = 8;
+
 impl Job {
     /// A pending job with `spec`'s tasks none of them placed, submitted at
     /// `submitted`.
@@ -121,6 +129,11 @@ impl Job {
             self.owner.load(Ordering::Relaxed),
             self.mark.load(Ordering::Relaxed),
         )
+    }
+
+    /// Reads the job's mark ahead of its use (`READ_AHEAD`).
+    pub(super) fn touch(&self) {
+        std::hint::black_box(self.mark.load(Ordering::Relaxed));
     }
 
     pub(super) fn set_mark(&self, owner: u64, mark: u64) {

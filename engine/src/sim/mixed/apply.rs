@@ -12,7 +12,7 @@ use crate::cluster::Assignment;
 use crate::placement::{grant_share, need};
 use crate::scenario::duration::{MINUTE, SECOND, seconds};
 use crate::sched::{
-    Decision, Input, Migration, Nanos, Phase, Preemption, Reconfig, Start, Waiting,
+    Decision, Input, Migration, Nanos, Phase, Preemption, READ_AHEAD, Reconfig, Start, Waiting,
 };
 use crate::workload::Class;
 
@@ -116,11 +116,16 @@ impl World<'_> {
             // The jobs' reasons of the cycle before and of the light
             // cycles since go stale with the count.
             self.full_cycles += 1;
-            for (j, wt) in waiting.drain(..) {
-                let why = &mut self.why[j];
-                why.full = Some(wt.reason);
+            for k in 0..waiting.len() {
+                if let Some(&(ahead, _)) = waiting.get(k + READ_AHEAD) {
+                    std::hint::black_box(self.why[ahead].full_at);
+                }
+                let (j, wt) = &waiting[k];
+                let why = &mut self.why[*j];
+                why.full = Some(wt.reason.clone());
                 why.full_at = self.full_cycles;
             }
+            waiting.clear();
             self.spare = Some(waiting);
         } else {
             for (j, wt) in waiting {
