@@ -4,4 +4,6 @@
 //! tests under `tests/` call the same code.
 
 pub mod cli;
+pub mod db;
 pub mod output;
+pub mod server;

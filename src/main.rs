@@ -13,7 +13,9 @@ fn main() -> ExitCode {
     // as Go's flag package does.
     let cli = cli::Cli::parse();
     let mut stdout = BufWriter::new(io::stdout().lock());
-    let mut stderr = io::stderr().lock();
+    // Not locked for the whole run: the server's log (tracing) writes to
+    // stderr from other threads.
+    let mut stderr = io::stderr();
     let result = cli::run(&cli, &mut stdout, &mut stderr).and_then(|()| Ok(stdout.flush()?));
     match result {
         Ok(()) => ExitCode::SUCCESS,

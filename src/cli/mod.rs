@@ -10,6 +10,7 @@
 pub mod bench_fill;
 pub mod bench_mixed;
 pub mod mig;
+pub mod serve;
 pub mod sim;
 
 use std::fmt;
@@ -38,6 +39,8 @@ pub enum Command {
     Bench(BenchCommand),
     /// MIG geometry: list layouts, check where a profile fits
     Mig(mig::MigCommand),
+    /// the server on PostgreSQL (in progress): the database, /healthz and /readyz
+    Serve(serve::ServeArgs),
     /// a small demo: place a mixed inference and training workload with several policies
     Sim(sim::SimArgs),
 }
@@ -69,6 +72,7 @@ impl Command {
                 BenchSubcommand::Mixed(_) => "bench mixed",
             },
             Command::Mig(m) => m.command.error_prefix(),
+            Command::Serve(_) => "serve",
             Command::Sim(_) => "sim",
         }
     }
@@ -83,6 +87,7 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
             BenchSubcommand::Mixed(args) => bench_mixed::run(args, stdout, stderr),
         },
         Command::Mig(m) => mig::run(m, stdout),
+        Command::Serve(args) => serve::run(args, stdout),
         Command::Sim(args) => sim::run(args, stdout),
     }
 }

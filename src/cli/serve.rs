@@ -1,0 +1,103 @@
+//! `partita serve`: the server on PostgreSQL (in progress). It opens the
+//! database (the embedded PostgreSQL in `DATA_DIR/postgres`, or the one
+//! `--database-url` names), migrates it, creates the admin account on the
+//! first start, and serves `/healthz` and `/readyz` until SIGTERM or
+//! Ctrl-C, then stops the embedded PostgreSQL.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::db::bootstrap::{self, Bootstrap};
+use crate::db::{Database, Settings};
+use crate::server::{self, AppState};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// where the embedded PostgreSQL (DATA_DIR/postgres) and admin.token live
+    #[arg(long, value_name = "DIR", default_value = "./partita-data")]
+    pub data_dir: PathBuf,
+    /// an external PostgreSQL (postgres://...); without it, Partita runs its own in DATA_DIR/postgres
+    #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// address to listen on (port 0: any free port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+}
+
+/// Runs the server until SIGTERM or Ctrl-C. The first line on stdout says
+/// where it listens.
+pub fn run(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(serve(args, stdout))
+}
+
+async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating the data dir {}", args.data_dir.display()))?;
+    let database = match &args.database_url {
+        Some(url) => Database::open_external(url).await?,
+        None => Database::open_embedded(&args.data_dir, Settings::default()).await?,
+    };
+    tracing::info!(
+        database = database.description(),
+        "database ready (migrated)"
+    );
+    // From here, an error still stops the embedded PostgreSQL (on drop).
+    match bootstrap::ensure_admin(&database.pool, &args.data_dir).await? {
+        Bootstrap::Created(path) => {
+            tracing::info!(path = %path.display(), "first start: created the admin user; its token is in this file (mode 0600)")
+        }
+        Bootstrap::Existing => {}
+    }
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    writeln!(
+        stdout,
+        "Partita listening on http://{addr} (the server on PostgreSQL, in progress: /healthz, /readyz; {}; data in {})",
+        database.description(),
+        args.data_dir.display()
+    )?;
+    stdout.flush()?;
+    let app = server::app(AppState {
+        pool: database.pool.clone(),
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving")?;
+    tracing::info!("stopping");
+    database.close().await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => tracing::info!("interrupted (Ctrl-C)"),
+        () = term => tracing::info!("terminated (SIGTERM)"),
+    }
+}

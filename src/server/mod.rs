@@ -1,0 +1,86 @@
+//! The web server (axum). So far: `/healthz` and `/readyz`, with every
+//! request logged. The API, the portal and the worker come later.
+
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::db;
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+}
+
+/// The application's routes, with request logging. Tests call it with a
+/// state of their own and send requests with `tower::ServiceExt::oneshot`.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .layer(middleware::from_fn(log_request))
+        .with_state(state)
+}
+
+/// The process is up (it checks nothing else).
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Ready to serve: the database answers and has every migration this
+/// binary knows. 200 when it is, 503 when not; the JSON body says what was
+/// checked.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let started = Instant::now();
+    let ping = sqlx::query_scalar!(r#"SELECT 1 AS "one!""#)
+        .fetch_one(&state.pool)
+        .await;
+    let database = match ping {
+        Err(err) => json!({"ok": false, "error": err.to_string()}),
+        Ok(_) => match db::schema_versions(&state.pool).await {
+            Err(err) => json!({"ok": false, "error": err.to_string()}),
+            Ok((applied, known)) => json!({
+                "ok": applied == known,
+                "reachable": true,
+                "schema_version": applied,
+                "expected_schema_version": known,
+                "latency_ms": started.elapsed().as_secs_f64() * 1000.0,
+            }),
+        },
+    };
+    let ok = database["ok"] == true;
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "status": if ok { "ready" } else { "not ready" },
+        "checks": {"database": database},
+    });
+    (status, Json(body)).into_response()
+}
+
+/// Logs each request: method, path, status and duration.
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    tracing::info!(
+        %method,
+        %path,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}
