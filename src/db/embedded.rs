@@ -425,13 +425,25 @@ impl EmbeddedPostgres {
             );
             return self.pg_ctl_stop();
         }
-        tracing::warn!(pid, "removing a stale postmaster.pid (its server is gone)");
-        let path = self.pgdata.join("postmaster.pid");
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err(format!("removing {}", path.display()))(e)),
+        // The socket's lock file names the same PID (which may linger as
+        // a zombie, which PostgreSQL would take for a live server).
+        tracing::warn!(
+            pid,
+            "removing a stale postmaster.pid and socket lock (their server is gone)"
+        );
+        for name in [
+            "postmaster.pid".to_string(),
+            format!(".s.PGSQL.{PORT}.lock"),
+            format!(".s.PGSQL.{PORT}"),
+        ] {
+            let path = self.pgdata.join(name);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(format!("removing {}", path.display()))(e)),
+            }
         }
+        Ok(())
     }
 
     fn log_path(&self) -> PathBuf {
