@@ -19,7 +19,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -32,8 +32,9 @@ use sqlx::{ConnectOptions, Connection, Executor};
 /// The shared server of this test binary.
 pub struct TestServer {
     pub pg: EmbeddedPostgres,
-    /// The guardian's stdin: never written, closed when the process exits.
-    _guardian: ChildStdin,
+    /// The guardian, whose stdin (kept in it, never written) closes when
+    /// this process exits. Never waited for: it outlives the tests.
+    _guardian: Child,
     _dir: PathBuf,
 }
 
@@ -97,7 +98,7 @@ fn start_server() -> TestServer {
     }
 }
 
-fn spawn_guardian(pgdata: &Path, dir: &Path) -> ChildStdin {
+fn spawn_guardian(pgdata: &Path, dir: &Path) -> Child {
     let script = r#"
 trap '' INT TERM HUP
 cat >/dev/null
@@ -108,7 +109,7 @@ if [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null; then
 fi
 rm -rf "$2"
 "#;
-    let mut child: Child = Command::new("sh")
+    Command::new("sh")
         .args(["-c", script, "guardian"])
         .arg(pgdata)
         .arg(dir)
@@ -116,8 +117,7 @@ rm -rf "$2"
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("the guardian shell starts");
-    child.stdin.take().unwrap()
+        .expect("the guardian shell starts")
 }
 
 /// Options to connect to `database` on the shared server.
