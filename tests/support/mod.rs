@@ -259,6 +259,26 @@ impl Serve {
     }
 }
 
+impl Drop for Serve {
+    /// A test that fails midway leaves no server behind: SIGTERM (which
+    /// stops its PostgreSQL too), then SIGKILL if it is still there after
+    /// a bounded wait. After `terminate` or `kill9` this finds it gone.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.pid()),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 pub fn signal(pid: i32, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).expect("signal sent");
 }
