@@ -3,6 +3,7 @@
 //! backends). `main.rs` is a thin wrapper; a library lets integration
 //! tests under `tests/` call the same code.
 
+pub mod accounting;
 pub mod cli;
 pub mod db;
 pub mod output;

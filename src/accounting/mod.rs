@@ -1,0 +1,34 @@
+//! Accounting: the price table and the usage and chargeback reports built
+//! from the usage ledger's holds, over a period, grouped by business unit,
+//! team, project, user, GPU model, capacity tier or class. No I/O: the
+//! server reads the holds from PostgreSQL and writes the answer.
+//!
+//! All arithmetic is in integers so that totals reconcile exactly: a
+//! hold's share is in 1/7000 GPU ([`SHARE_UNIT`]: a MIG slice, k/7 of a
+//! GPU, and a share in milli are both whole numbers of it), its length in
+//! milliseconds; each hold clipped to the period becomes whole micro
+//! GPU-hours and whole micro currency units, and only those are summed.
+//! (The Go build's `internal/accounting`, with business units and periods
+//! added.)
+
+mod prices;
+mod report;
+
+pub use prices::{ANY_MODEL, PriceError, PriceItem, PriceTable, Prices, TIERS};
+pub use report::{
+    GroupKey, Hold, Period, PeriodError, Report, ReportRow, Usage, build, micros, parse_group_by,
+    usage, write_csv,
+};
+
+/// A whole GPU in the ledger's share unit: 7 compute slices × 1000 milli.
+pub const SHARE_UNIT: i64 = 7000;
+
+/// The share of a MIG slice of `compute` of a GPU's 7 compute slices.
+pub fn slice_share(compute: i64) -> i64 {
+    compute * SHARE_UNIT / 7
+}
+
+/// The share of `milli` thousandths of a GPU (a whole GPU is 1000).
+pub fn milli_share(milli: i64) -> i64 {
+    milli * SHARE_UNIT / 1000
+}
