@@ -8,3 +8,4 @@ pub mod cli;
 pub mod db;
 pub mod output;
 pub mod server;
+pub mod worker;

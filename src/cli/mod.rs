@@ -12,6 +12,7 @@ pub mod bench_mixed;
 pub mod mig;
 pub mod serve;
 pub mod sim;
+pub mod worker;
 
 use std::fmt;
 use std::io::Write;
@@ -43,6 +44,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// a small demo: place a mixed inference and training workload with several policies
     Sim(sim::SimArgs),
+    /// the background worker alone: queued jobs to placements on the virtual cluster (one active at a time)
+    Worker(worker::WorkerArgs),
 }
 
 /// `partita bench <subcommand>`.
@@ -74,6 +77,7 @@ impl Command {
             Command::Mig(m) => m.command.error_prefix(),
             Command::Serve(_) => "serve",
             Command::Sim(_) => "sim",
+            Command::Worker(_) => "worker",
         }
     }
 }
@@ -89,6 +93,7 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
         Command::Mig(m) => mig::run(m, stdout),
         Command::Serve(args) => serve::run(args, stdout),
         Command::Sim(args) => sim::run(args, stdout),
+        Command::Worker(args) => worker::run(args),
     }
 }
 

@@ -24,6 +24,11 @@ pub struct ServeArgs {
     /// address to listen on (port 0: any free port)
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: String,
+    /// run the web server only, without the background worker (run `partita worker` beside it)
+    #[arg(long)]
+    pub no_worker: bool,
+    #[command(flatten)]
+    pub cluster: super::worker::ClusterArgs,
 }
 
 /// Runs the server until SIGTERM or Ctrl-C. The first line on stdout says
@@ -59,6 +64,13 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         }
         Bootstrap::Existing => {}
     }
+    let worker = match args.no_worker {
+        true => None,
+        false => Some(crate::worker::spawn(
+            database.pool.clone(),
+            args.cluster.options()?,
+        )),
+    };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -78,13 +90,16 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         .await
         .context("serving")?;
     tracing::info!("stopping");
+    if let Some(worker) = worker {
+        worker.stop().await;
+    }
     database.close().await?;
     tracing::info!("stopped");
     Ok(())
 }
 
 /// Resolves on Ctrl-C (SIGINT) or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

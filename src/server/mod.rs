@@ -57,6 +57,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
         },
     };
     let ok = database["ok"] == true;
+    let worker = worker_check(&state.pool).await;
     let status = if ok {
         StatusCode::OK
     } else {
@@ -64,9 +65,32 @@ async fn readyz(State(state): State<AppState>) -> Response {
     };
     let body = json!({
         "status": if ok { "ready" } else { "not ready" },
-        "checks": {"database": database},
+        "checks": {"database": database, "worker": worker},
     });
     (status, Json(body)).into_response()
+}
+
+/// Whether an active worker was seen in the last 10 s (its heartbeat in
+/// the `workers` table, written each tick). Reported, not required: a web
+/// server stays ready while the worker is away (jobs are still accepted
+/// and wait in the queue), so a load balancer keeps sending it requests.
+async fn worker_check(pool: &sqlx::PgPool) -> serde_json::Value {
+    let seen = sqlx::query!(
+        r#"SELECT id, EXTRACT(EPOCH FROM now() - heartbeat_at)::float8 AS "age_s!"
+           FROM workers WHERE active ORDER BY heartbeat_at DESC LIMIT 1"#
+    )
+    .fetch_optional(pool)
+    .await;
+    match seen {
+        Err(err) => json!({"ok": false, "error": err.to_string()}),
+        Ok(None) => json!({"ok": false, "seen": false}),
+        Ok(Some(w)) => json!({
+            "ok": w.age_s < 10.0,
+            "seen": true,
+            "id": w.id,
+            "heartbeat_age_s": w.age_s,
+        }),
+    }
 }
 
 /// Logs each request: method, path, status and duration.

@@ -1,0 +1,312 @@
+//! The background worker: turns queued jobs in PostgreSQL into placement
+//! decisions on the virtual cluster, and records what follows (job states
+//! and events, the usage ledger) back in PostgreSQL. The port of the Go
+//! build's standalone world (`go/internal/standalone`), with the database
+//! as the source of truth.
+//!
+//! - **One active worker.** A worker first takes a PostgreSQL session
+//!   advisory lock (`LOCK_KEY`) on a connection of its own, polling
+//!   `pg_try_advisory_lock` every `lock_poll` while another holds it. Every
+//!   write it then makes goes through that same connection: if the
+//!   connection dies, the lock goes with it and so does the worker's
+//!   ability to write, so two workers never both act. A waiting worker
+//!   takes over within about `lock_poll` of the active one's death (its
+//!   connection closing).
+//! - **Recovery.** On taking the lock, the worker rebuilds the world from
+//!   the database (`world.rs`, `World::add`): queued jobs wait, jobs that
+//!   hold resources go back where their runtime says, with their clocks
+//!   and timers; cluster time resumes where the last worker stopped it.
+//! - **Each tick:** read new queued jobs, cancel and requeue requests and
+//!   the teams' quotas; fire the timers due by the cluster time now; run a
+//!   cycle; write every change, the clock and the heartbeat in one
+//!   transaction. If any of it fails, the worker drops its connection (and
+//!   so the lock), forgets its world, and starts over from the database.
+
+pub mod clock;
+pub mod prices;
+pub mod spec;
+pub mod store;
+pub mod world;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use partita_engine::random::Rand;
+use partita_engine::scenario::{self, Scenario};
+use partita_engine::sched::{self, Nanos, SECOND, Scheduler};
+use sqlx::{Connection, PgConnection, PgPool};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use world::World;
+
+/// The key of the advisory lock held by the active worker: "partita" in
+/// ASCII, so that it is recognisable in `pg_locks` (objid 1953069409 with
+/// classid 7365234) and unlikely to collide with another application's.
+pub const LOCK_KEY: i64 = 0x0070_6172_7469_7461;
+
+/// The built-in virtual cluster (`scenarios/demo.yaml`, as the Go build's
+/// `standalone.DemoYAML`).
+pub const DEMO_YAML: &str = include_str!("../../scenarios/demo.yaml");
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The virtual cluster: its nodes, and its teams for a new database.
+    pub scenario: Scenario,
+    /// Cluster seconds per wall second.
+    pub speed: f64,
+    /// The placement policy's random seed.
+    pub seed: i64,
+    /// Wall time between ticks (at most; a timer due sooner wakes it).
+    pub tick: Duration,
+    /// Wall time between two tries for the lock while another holds it.
+    pub lock_poll: Duration,
+    /// How long a MIG change takes, in cluster time (Go: 30 s).
+    pub reconfig_delay: Nanos,
+    /// This worker's name in the `workers` table.
+    pub id: String,
+}
+
+impl Options {
+    /// The defaults of `partita serve`: the demo cluster at `speed`.
+    pub fn new(scenario: Scenario, speed: f64) -> Options {
+        Options {
+            scenario,
+            speed,
+            seed: 1,
+            tick: Duration::from_millis(100),
+            lock_poll: Duration::from_secs(1),
+            reconfig_delay: 30 * SECOND,
+            id: default_id(),
+        }
+    }
+}
+
+/// `host:pid:random`, unique per worker process.
+pub fn default_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    format!(
+        "{host}:{}:{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
+}
+
+/// Reads a scenario file, or the demo cluster when `path` is `None`.
+pub fn load_scenario(path: Option<&std::path::Path>) -> anyhow::Result<Scenario> {
+    match path {
+        None => scenario::parse(DEMO_YAML, "demo.yaml").context("the built-in demo cluster"),
+        Some(p) => {
+            let text =
+                std::fs::read(p).with_context(|| format!("reading the cluster {}", p.display()))?;
+            Ok(scenario::parse(text, &p.display().to_string())?)
+        }
+    }
+}
+
+/// A running worker: stop it with `stop` (it finishes its tick and lets go
+/// of the lock), or `abort` it (as a crash: its connection just closes).
+pub struct Handle {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Handle {
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+/// Starts a worker on the runtime; it runs until stopped.
+pub fn spawn(pool: PgPool, opt: Options) -> Handle {
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(run(pool, opt, stopped));
+    Handle { stop, task }
+}
+
+/// Runs a worker until `stopped` turns true: waits for the lock, then
+/// works; after an error, starts over.
+pub async fn run(pool: PgPool, opt: Options, mut stopped: watch::Receiver<bool>) {
+    let mut waiting_logged = false;
+    while !*stopped.borrow() {
+        match try_lock(&pool, &opt).await {
+            Ok(Some(conn)) => {
+                waiting_logged = false;
+                tracing::info!(worker = %opt.id, "worker: active (holds the advisory lock)");
+                match active(conn, &pool, &opt, &mut stopped).await {
+                    Ok(()) => return,
+                    Err(e) => tracing::error!(
+                        worker = %opt.id,
+                        error = format!("{e:#}"),
+                        "worker: stopped acting, its state will be read again from the database"
+                    ),
+                }
+            }
+            Ok(None) => {
+                if !waiting_logged {
+                    tracing::info!(worker = %opt.id, "worker: another worker is active; waiting for the lock");
+                    waiting_logged = true;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(worker = %opt.id, error = format!("{e:#}"), "worker: database")
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(opt.lock_poll) => {}
+            _ = stopped.changed() => {}
+        }
+    }
+}
+
+/// A connection of its own holding the lock, or `None` while another
+/// worker holds it.
+async fn try_lock(pool: &PgPool, opt: &Options) -> anyhow::Result<Option<PgConnection>> {
+    store::heartbeat_standby(&mut *pool.acquire().await?, &opt.id).await?;
+    // Detached: the pool must never hand this session (and its lock) to
+    // anyone else, and closing it must release the lock.
+    let mut conn = pool.acquire().await?.detach();
+    let locked = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "locked!""#, LOCK_KEY)
+        .fetch_one(&mut conn)
+        .await?;
+    if locked {
+        Ok(Some(conn))
+    } else {
+        let _ = conn.close().await;
+        Ok(None)
+    }
+}
+
+/// The active worker's life: recover, then tick until stopped.
+async fn active(
+    mut conn: PgConnection,
+    pool: &PgPool,
+    opt: &Options,
+    stopped: &mut watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let _ = pool; // reads and writes go through the locked connection only
+    store::become_active(&mut conn, &opt.id).await?;
+    if store::seed_teams(&mut conn, &opt.scenario.teams).await? {
+        tracing::info!("worker: a new database: seeded the cluster's teams");
+    }
+    let (epoch, base) = clock::load(&mut conn).await?;
+    let clock = clock::Clock::new(epoch, base, opt.speed);
+    let mut world = build_world(opt, clock.now())?;
+    world.set_teams(store::teams(&mut conn).await?);
+    let unfinished = store::jobs(&mut conn, epoch, false, &[]).await?;
+    let (mut queued, mut holding) = (0, 0);
+    for rec in unfinished {
+        if rec.state == world::QUEUED {
+            queued += 1;
+        } else {
+            holding += 1;
+        }
+        world.add(rec);
+    }
+    for note in std::mem::take(&mut world.recovered) {
+        tracing::info!("worker: recovered {note}");
+    }
+    tracing::info!(
+        queued,
+        holding_resources = holding,
+        cluster_time_s = base / SECOND,
+        "worker: recovered from the database"
+    );
+    // Whatever recovery changed (a placement lost) is written at once.
+    tick(&mut conn, &mut world, &clock, opt, false).await?;
+    loop {
+        let wait = match world.next_timer() {
+            Some(at) => clock.wall_until(at).min(opt.tick),
+            None => opt.tick,
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
+            _ = stopped.changed() => {}
+        }
+        if *stopped.borrow() {
+            // The last tick stored the clock; closing the connection
+            // releases the lock at once for a waiting worker.
+            let _ = sqlx::query!("UPDATE workers SET active = false WHERE id = $1", opt.id)
+                .execute(&mut conn)
+                .await;
+            let _ = conn.close().await;
+            tracing::info!(worker = %opt.id, "worker: stopped");
+            return Ok(());
+        }
+        tick(&mut conn, &mut world, &clock, opt, true).await?;
+    }
+}
+
+/// The cluster and a fresh scheduler (preset `partita`, told the
+/// scenario's request mix, moves off: as Go's `schedulerConfig`).
+fn build_world(opt: &Options, now: Nanos) -> anyhow::Result<World> {
+    let sc = &opt.scenario;
+    let st = partita_engine::cluster::State::new(sc.nodes()?)?;
+    let mut no_files = |path: &str| Err(format!("open {path}: trace files are not read here"));
+    let arrivals = sc.jobs(sc.seed, &mut no_files).unwrap_or_default();
+    let mut shapes = Vec::new();
+    for a in &arrivals {
+        shapes.extend(sched::shapes_of(std::slice::from_ref(&a.job)));
+    }
+    let (mut cfg, policy) = sched::build("partita", &st, &shapes)?;
+    cfg.migrate = false; // moving running replicas is not carried out here
+    cfg.production_reserve = sc.production_reserve_gpus * 1000;
+    let sch = Scheduler::new(cfg, policy, Rand::new(opt.seed));
+    Ok(World::new(st, sch, now, opt.reconfig_delay))
+}
+
+/// One tick: take up what the database says changed, advance to the
+/// cluster time now, run a cycle, write it all in one transaction.
+async fn tick(
+    conn: &mut PgConnection,
+    world: &mut World,
+    clock: &clock::Clock,
+    opt: &Options,
+    read: bool,
+) -> anyhow::Result<()> {
+    let mut tx = conn.begin().await?;
+    let mut changed = false;
+    if read {
+        world.set_teams(store::teams(&mut tx).await?);
+        let known = world.seqs();
+        for rec in store::jobs(&mut tx, clock.epoch, true, &known).await? {
+            world.add(rec);
+            changed = true;
+        }
+    }
+    let now = clock.now();
+    world.advance(now);
+    if read {
+        for r in store::requests(&mut tx).await? {
+            if !world.knows(r.seq) {
+                continue;
+            }
+            if let Some(by) = &r.cancel_by {
+                world.cancel(r.seq, by);
+            } else if let Some(by) = &r.requeue_by {
+                world.requeue(r.seq, by);
+            }
+            changed = true;
+        }
+    }
+    if changed || world.any_pending() {
+        world.cycle();
+    }
+    let changes = world.take_changes();
+    store::write(&mut tx, clock, world.now(), &changes, &opt.id).await?;
+    tx.commit().await?;
+    let _ = opt;
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! The worker's reads and writes in PostgreSQL. Every write of a tick goes
+//! through one transaction on the worker's locked connection (`mod.rs`):
+//! job states, their events, the ledger rows, the clock and the heartbeat
+//! commit together or not at all.
+
+use chrono::{DateTime, Utc};
+use partita_engine::sched::{Nanos, Team};
+use partita_engine::workload::Class;
+use sqlx::PgConnection;
+
+use super::clock;
+use super::prices::{self, Prices};
+use super::spec::{JobSpec, Runtime};
+use super::world::{Changes, JobRecord};
+
+/// An error reading a job: its row does not say what the worker needs.
+fn bad_row(seq: i64, what: impl std::fmt::Display) -> sqlx::Error {
+    sqlx::Error::Protocol(format!("job {seq}: {what}"))
+}
+
+/// The teams and their quotas, in GPU milli.
+pub async fn teams(conn: &mut PgConnection) -> Result<Vec<Team>, sqlx::Error> {
+    let rows =
+        sqlx::query!("SELECT name, guarantee_milli, burst_milli, weight FROM teams ORDER BY name")
+            .fetch_all(&mut *conn)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Team {
+            name: r.name,
+            guarantee: r.guarantee_milli,
+            burst: r.burst_milli.max(r.guarantee_milli),
+            weight: r.weight,
+        })
+        .collect())
+}
+
+/// Unfinished jobs: every one (`only_queued` false, at start), or the
+/// queued ones not in `known` (each tick: new submissions). In submission
+/// order.
+pub async fn jobs(
+    conn: &mut PgConnection,
+    epoch: DateTime<Utc>,
+    only_queued: bool,
+    known: &[i64],
+) -> Result<Vec<JobRecord>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT j.seq, j.id, t.name AS team, j.team_id, p.name AS project, j.project_id,
+                  j.user_id, j.class, j.state, j.reason, j.spec, j.submitted_at, j.started_at,
+                  j.attempts, j.runtime
+           FROM jobs j JOIN teams t ON t.id = j.team_id JOIN projects p ON p.id = j.project_id
+           WHERE (j.state = 'queued' OR (NOT $1 AND j.state IN ('admitted', 'running', 'preempted')))
+             AND j.seq <> ALL ($2)
+           ORDER BY j.seq"#,
+        only_queued,
+        known
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let seq = r.seq;
+        let class: Class = r.class.parse().map_err(|e| bad_row(seq, e))?;
+        let spec: JobSpec = serde_json::from_value(r.spec).map_err(|e| bad_row(seq, e))?;
+        let runtime: Runtime = serde_json::from_value(r.runtime).map_err(|e| bad_row(seq, e))?;
+        out.push(JobRecord {
+            seq,
+            id: r.id,
+            team: r.team,
+            team_id: r.team_id,
+            project: r.project,
+            project_id: r.project_id,
+            user_id: r.user_id,
+            class,
+            state: r.state,
+            reason: r.reason,
+            spec,
+            submitted: clock::since(epoch, r.submitted_at),
+            started: r.started_at.map(|t| clock::since(epoch, t)),
+            attempts: r.attempts,
+            runtime,
+        });
+    }
+    Ok(out)
+}
+
+/// A cancel or requeue request on an unfinished job.
+#[derive(Debug)]
+pub struct Request {
+    pub seq: i64,
+    pub cancel_by: Option<String>,
+    pub requeue_by: Option<String>,
+}
+
+/// The cancel and requeue requests not yet carried out.
+pub async fn requests(conn: &mut PgConnection) -> Result<Vec<Request>, sqlx::Error> {
+    let rows = sqlx::query!(
+        "SELECT seq, cancel_requested_by, requeue_requested_by FROM jobs
+         WHERE state NOT IN ('succeeded', 'failed', 'cancelled')
+           AND (cancel_requested_by IS NOT NULL OR requeue_requested_by IS NOT NULL)
+         ORDER BY seq"
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Request {
+            seq: r.seq,
+            cancel_by: r.cancel_requested_by,
+            requeue_by: r.requeue_requested_by,
+        })
+        .collect())
+}
+
+/// The price table: the `prices` rows in effect now (the latest
+/// `valid_from` not in the future per model and tier); none: the built-in
+/// table.
+pub async fn prices(conn: &mut PgConnection) -> Result<Prices, sqlx::Error> {
+    let rows = sqlx::query!(
+        "SELECT DISTINCT ON (gpu_model, capacity_tier) gpu_model, capacity_tier, price_micros, currency
+         FROM prices WHERE valid_from <= now()
+         ORDER BY gpu_model, capacity_tier, valid_from DESC"
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    if rows.is_empty() {
+        return Ok(Prices::built_in());
+    }
+    let mut p = Prices::default();
+    for r in rows {
+        p.set(&r.gpu_model, &r.capacity_tier, r.price_micros, &r.currency);
+    }
+    Ok(p)
+}
+
+/// Writes a tick's changes (in the caller's transaction): job rows,
+/// events, ledger rows (priced; a hold already written is skipped, so a
+/// retried write adds nothing), the clock and the heartbeat.
+pub async fn write(
+    conn: &mut PgConnection,
+    clock: &clock::Clock,
+    now: Nanos,
+    changes: &Changes,
+    worker_id: &str,
+) -> Result<(), sqlx::Error> {
+    for u in &changes.jobs {
+        let runtime = serde_json::to_value(&u.runtime).map_err(|e| bad_row(u.seq, e))?;
+        sqlx::query!(
+            "UPDATE jobs SET state = $2, reason = $3, started_at = $4, finished_at = $5,
+                attempts = $6, runtime = $7,
+                requeue_requested_by = CASE WHEN $8 THEN NULL ELSE requeue_requested_by END
+             WHERE seq = $1",
+            u.seq,
+            u.state,
+            u.reason,
+            u.started.map(|t| clock.at(t)),
+            u.finished.map(|t| clock.at(t)),
+            u.attempts,
+            runtime,
+            u.requeue_done,
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    if !changes.events.is_empty() {
+        let e = &changes.events;
+        sqlx::query!(
+            "INSERT INTO job_events (job_seq, at, state, reason)
+             SELECT * FROM UNNEST($1::bigint[], $2::timestamptz[], $3::text[], $4::text[])",
+            &e.iter().map(|r| r.job_seq).collect::<Vec<_>>(),
+            &e.iter().map(|r| clock.at(r.at)).collect::<Vec<_>>(),
+            &e.iter().map(|r| r.state.clone()).collect::<Vec<_>>(),
+            &e.iter().map(|r| r.reason.clone()).collect::<Vec<_>>(),
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    if !changes.holds.is_empty() {
+        write_ledger(conn, clock, changes).await?;
+    }
+    clock::save(conn, now, clock.speed()).await?;
+    sqlx::query!(
+        "UPDATE workers SET heartbeat_at = now(), active = true, cluster_time = $2 WHERE id = $1",
+        worker_id,
+        clock.at(now)
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+async fn write_ledger(
+    conn: &mut PgConnection,
+    clock: &clock::Clock,
+    changes: &Changes,
+) -> Result<(), sqlx::Error> {
+    let table = prices(conn).await?;
+    let h = &changes.holds;
+    let mut price = Vec::with_capacity(h.len());
+    let mut currency = Vec::with_capacity(h.len());
+    let mut gpu_seconds = Vec::with_capacity(h.len());
+    let mut cost = Vec::with_capacity(h.len());
+    for r in h {
+        let p = table.price(&r.model, &r.tier);
+        // Both ends are whole seconds of cluster time (clock.rs).
+        let seconds = (r.end - r.start) / partita_engine::sched::SECOND;
+        let gs = prices::gpu_seconds_milli(r.gpu_milli, seconds);
+        gpu_seconds.push(gs);
+        cost.push(prices::cost_micros(gs, p.micros));
+        price.push(p.micros);
+        currency.push(p.currency);
+    }
+    sqlx::query!(
+        "INSERT INTO usage_ledger (hold_id, team_id, project_id, user_id, job_seq, task, node,
+            gpu_index, gpu_model, mig_profile, gpu_milli, capacity_tier, job_class, started_at,
+            ended_at, gpu_seconds_milli, price_micros, cost_micros, currency)
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
+            $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $12::text[],
+            $13::text[], $14::timestamptz[], $15::timestamptz[], $16::bigint[], $17::bigint[],
+            $18::bigint[], $19::text[])
+         ON CONFLICT (hold_id) DO NOTHING",
+        &h.iter().map(|r| r.hold_id.clone()).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.team_id).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.project_id).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.user_id).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.job_seq).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.task.clone()).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.node.clone()).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.gpu).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.model.clone()).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.mig_profile.clone()).collect::<Vec<_>>() as &[Option<String>],
+        &h.iter()
+            .map(|r| i32::try_from(r.gpu_milli).unwrap_or(i32::MAX))
+            .collect::<Vec<_>>(),
+        &h.iter().map(|r| r.tier.clone()).collect::<Vec<_>>(),
+        &h.iter().map(|r| r.class.to_string()).collect::<Vec<_>>(),
+        &h.iter().map(|r| clock.at(r.start)).collect::<Vec<_>>(),
+        &h.iter().map(|r| clock.at(r.end)).collect::<Vec<_>>(),
+        &gpu_seconds,
+        &price,
+        &cost,
+        &currency,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Announces (or refreshes) a worker that waits for the lock.
+pub async fn heartbeat_standby(
+    conn: &mut PgConnection,
+    worker_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO workers (id, active) VALUES ($1, false)
+         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), active = false",
+        worker_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Marks every other worker inactive (the one that holds the lock is the
+/// only active one; a dead worker's row says active until then) and
+/// forgets workers not seen for a day.
+pub async fn become_active(conn: &mut PgConnection, worker_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE workers SET active = (id = $1) WHERE active OR id = $1",
+        worker_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!("DELETE FROM workers WHERE heartbeat_at < now() - interval '1 day'")
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Seeds the teams of the scenario (and a `default` project each) on a
+/// database that has no team yet, as the Go build seeds a new store.
+pub async fn seed_teams(
+    conn: &mut PgConnection,
+    teams: &[partita_engine::scenario::Team],
+) -> Result<bool, sqlx::Error> {
+    let any = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM teams) AS "any!""#)
+        .fetch_one(&mut *conn)
+        .await?;
+    if any {
+        return Ok(false);
+    }
+    for t in teams {
+        let classes: Vec<String> = if t.classes.is_empty() {
+            vec!["production".into(), "batch".into(), "best-effort".into()]
+        } else {
+            t.classes.iter().map(ToString::to_string).collect()
+        };
+        let weight = if t.weight > 0.0 { t.weight } else { 1.0 };
+        sqlx::query!(
+            "WITH t AS (
+                INSERT INTO teams (name, guarantee_milli, burst_milli, weight, classes)
+                VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING id)
+             INSERT INTO projects (team_id, name) SELECT id, 'default' FROM t",
+            t.name,
+            t.guaranteed_gpus * 1000,
+            t.burst_gpus.max(t.guaranteed_gpus) * 1000,
+            weight,
+            &classes
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(true)
+}
