@@ -136,7 +136,11 @@ enum Timer {
     /// A MIG instance a task of the job waits for is ready.
     Ready { seq: i64, epoch: u64 },
     /// A GPU's MIG change is done.
-    Uncordon { node: String, gpu: usize },
+    Uncordon {
+        node: String,
+        gpu: usize,
+        for_job: String,
+    },
 }
 
 /// The virtual cluster and its unfinished jobs.
@@ -160,6 +164,11 @@ pub struct World {
     dirty: BTreeSet<i64>,
     events: Vec<EventRow>,
     holds: Vec<Hold>,
+    /// Jobs a MIG change was made for that is now done: they get a cycle
+    /// of their own first, as the mixed simulator gives them (`room_ready`
+    /// in `engine/src/sim/mixed/world.rs`): the scheduler places a job on
+    /// the instances changed for it in such a cycle.
+    room_ready: Vec<String>,
     /// Recovery notes for the log.
     pub recovered: Vec<String>,
 }
@@ -181,6 +190,7 @@ impl World {
             dirty: BTreeSet::new(),
             events: Vec::new(),
             holds: Vec::new(),
+            room_ready: Vec::new(),
             recovered: Vec::new(),
         }
     }
@@ -368,10 +378,11 @@ impl World {
             Timer::End { seq, epoch } if self.current(seq, epoch) => self.end(seq),
             Timer::Grace { seq, epoch } if self.current(seq, epoch) => self.grace_over(seq),
             Timer::Ready { seq, epoch } if self.current(seq, epoch) => self.maybe_run(seq),
-            Timer::Uncordon { node, gpu } => {
+            Timer::Uncordon { node, gpu, for_job } => {
                 if let Err(e) = self.st.cordon(&node, gpu, false) {
                     tracing::error!(%node, gpu, error = %e, "uncordon");
                 }
+                self.room_ready.push(for_job);
             }
             _ => {} // stale
         }
@@ -381,6 +392,21 @@ impl World {
     /// decision.
     pub fn cycle(&mut self) {
         self.checkpoints();
+        let mut only = std::mem::take(&mut self.room_ready);
+        only.retain(|id| {
+            self.seq_of
+                .get(id)
+                .is_some_and(|s| self.jobs[s].job.phase == Phase::Pending)
+        });
+        only.dedup();
+        if !only.is_empty() {
+            self.cycle_of(Some(&only));
+        }
+        self.cycle_of(None);
+    }
+
+    /// A cycle of every job (`only` none) or of the pending jobs `only`.
+    fn cycle_of(&mut self, only: Option<&[String]>) {
         let seqs: Vec<i64> = self
             .jobs
             .iter()
@@ -390,6 +416,7 @@ impl World {
         let decision = {
             let jobs: Vec<&workload_job::Job> = seqs.iter().map(|s| &self.jobs[s].job).collect();
             let mut input = Input::new(self.now, &self.st, &self.teams, &jobs);
+            input.only = only;
             self.sch.cycle(&mut input)
         };
         self.apply(decision, &seqs);
@@ -766,6 +793,7 @@ impl World {
             Timer::Uncordon {
                 node: rc.node.clone(),
                 gpu: rc.gpu,
+                for_job: rc.for_job.clone(),
             },
         );
     }
