@@ -730,7 +730,7 @@ impl World {
     /// Cancels an unfinished job at once (a cancel request), releasing
     /// what it holds.
     pub fn cancel(&mut self, seq: i64, by: &str) {
-        if !self.jobs.get(&seq).is_some_and(|j| !j.done) {
+        if self.jobs.get(&seq).is_none_or(|j| j.done) {
             return;
         }
         self.stop(seq);
