@@ -240,12 +240,21 @@ impl World {
         if rec.runtime.remaining.is_none() {
             rec.runtime.remaining = Some(rec.spec.duration);
         }
+        // The cluster knows a task by its name on a node, so names must
+        // differ between jobs: whatever the spec calls them ("0", "t0"),
+        // the worker names them "<job>-<i>", as the Go build's server did
+        // at submission. (Two jobs' "t0" on one node: the second could
+        // never be placed there.)
+        let mut tasks = rec.spec.tasks.clone();
+        for (i, t) in tasks.iter_mut().enumerate() {
+            t.name = format!("{}-{i}", rec.id);
+        }
         let spec = workload::Job {
             id: rec.id.clone(),
             team: rec.team.clone(),
             project: rec.project.clone(),
             class: rec.class,
-            tasks: rec.spec.tasks.clone(),
+            tasks,
             gang_size: rec.spec.gang,
         };
         let mut job = workload_job::Job::new(spec, rec.submitted);
