@@ -4,8 +4,10 @@
 //! tests under `tests/` call the same code.
 
 pub mod accounting;
+pub mod api;
 pub mod cli;
 pub mod db;
 pub mod output;
 pub mod server;
+pub mod store;
 pub mod worker;

@@ -343,7 +343,7 @@ async fn the_first_start_writes_the_admin_token_once() {
 #[tokio::test]
 async fn readyz_answers_200_with_what_it_checked_and_healthz_answers() {
     let (pool, _) = support::fresh_db().await;
-    let app = app(AppState { pool: pool.clone() });
+    let app = app(AppState::new(pool.clone()));
     let response = app
         .clone()
         .oneshot(Request::get("/readyz").body(Body::empty()).unwrap())

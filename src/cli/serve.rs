@@ -82,9 +82,7 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         args.data_dir.display()
     )?;
     stdout.flush()?;
-    let app = server::app(AppState {
-        pool: database.pool.clone(),
-    });
+    let app = server::app(AppState::new(database.pool.clone()));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await

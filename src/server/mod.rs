@@ -1,5 +1,17 @@
-//! The web server (axum). So far: `/healthz` and `/readyz`, with every
-//! request logged. The API, the portal and the worker come later.
+//! The web server (axum): `/healthz`, `/readyz` and the JSON API under
+//! `/api/v1` (accounts, jobs, the audit log, the OpenAPI document), with
+//! every request logged. The portal comes later; the worker runs apart.
+
+pub mod accounts;
+pub mod auth;
+pub mod cluster;
+pub mod decode;
+pub mod error;
+pub mod jobs;
+pub mod jobspec;
+pub mod openapi;
+
+use std::sync::Arc;
 
 use std::time::Instant;
 
@@ -12,22 +24,54 @@ use axum::{Json, Router};
 use serde_json::json;
 use sqlx::PgPool;
 
+use crate::api;
 use crate::db;
+use cluster::ClusterShape;
+use error::ApiError;
 
 /// What every handler shares.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub pool: PgPool,
+    /// What submissions are checked against.
+    pub cluster: Arc<ClusterShape>,
+}
+
+impl AppState {
+    /// A state on `pool` with the built-in demo cluster's shape.
+    pub fn new(pool: PgPool) -> AppState {
+        AppState {
+            pool,
+            cluster: Arc::new(ClusterShape::demo()),
+        }
+    }
 }
 
 /// The application's routes, with request logging. Tests call it with a
 /// state of their own and send requests with `tower::ServiceExt::oneshot`.
 pub fn app(state: AppState) -> Router {
+    let (api_routes, _) = openapi::api_routes();
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(api_routes)
+        .fallback(no_route)
         .layer(middleware::from_fn(log_request))
         .with_state(state)
+}
+
+/// Any other path: a JSON 404 that says where the routes are listed.
+async fn no_route(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "",
+        format!(
+            "no route {} {} (see {}/openapi.json)",
+            request.method(),
+            request.uri().path(),
+            api::PREFIX
+        ),
+    )
 }
 
 /// The process is up (it checks nothing else).

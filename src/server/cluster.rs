@@ -1,0 +1,55 @@
+//! The cluster's shape, as submissions are checked against it: what one
+//! task could ever get (the engine's `Capacity`: the largest node's CPU,
+//! memory and GPUs per model, the MIG profiles each model offers) and the
+//! number of GPUs (the bound on a team's quota). It comes from a scenario
+//! file's `nodes` (`--cluster`), by default the built-in demo cluster, the
+//! Go build's default too.
+
+use partita_engine::cluster::State;
+use partita_engine::placement::capacity_of;
+use partita_engine::scenario;
+use partita_engine::workload::Capacity;
+
+/// The built-in demo cluster (4 nodes of 8 H100-80GB, 2 of 8 A100-80GB).
+pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.yaml");
+
+#[derive(Debug, Clone)]
+pub struct ClusterShape {
+    /// The scenario's name.
+    pub name: String,
+    pub gpus: i64,
+    pub capacity: Capacity,
+}
+
+impl ClusterShape {
+    /// The shape of the nodes of a scenario file's text.
+    pub fn from_scenario(text: &str, file: &str) -> Result<ClusterShape, String> {
+        let sc = scenario::parse(text, file).map_err(|e| e.to_string())?;
+        let nodes = sc.nodes().map_err(|e| e.to_string())?;
+        let state = State::new(nodes).map_err(|e| e.to_string())?;
+        Ok(ClusterShape {
+            name: sc.name.clone(),
+            gpus: sc.gpus(),
+            capacity: capacity_of(&state),
+        })
+    }
+
+    /// The built-in demo cluster.
+    pub fn demo() -> ClusterShape {
+        ClusterShape::from_scenario(DEMO_SCENARIO, "demo.yaml")
+            .expect("the built-in demo scenario is valid")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_has_eight_gpu_nodes() {
+        let c = ClusterShape::demo();
+        assert_eq!(c.gpus, 48);
+        assert_eq!(c.capacity.max_gpus.get("H100-80GB"), Some(&8));
+        assert!(c.capacity.mig_profiles.contains_key("3g.40gb"));
+    }
+}

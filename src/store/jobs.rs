@@ -1,0 +1,298 @@
+//! Jobs and their events, as the API writes them: submissions (with
+//! idempotency keys), class changes, cancels, and the requeue and cancel
+//! requests the worker acts on. Times the API writes are wall time
+//! (`migrations/0004_api_requests.sql`).
+
+use chrono::{DateTime, Utc};
+use partita_engine::workload;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
+
+/// The job as the engine takes it, stored in `jobs.spec` in the Go
+/// store's shape (`go/internal/store` `Spec`): durations in nanoseconds
+/// of cluster time, 0 for none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub tasks: Vec<workload::Task>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gang: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duration: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fail_after: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub checkpoint_every: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// A checked submission, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub id: String,
+    pub team_id: i64,
+    pub project_id: i64,
+    pub user_id: i64,
+    pub name: String,
+    pub class: String,
+    pub spec: Value,
+    pub request: Value,
+    /// The key and the SHA-256 of the resolved request and the user.
+    pub idempotency: Option<(String, Vec<u8>)>,
+}
+
+/// What a submission did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Submitted {
+    /// A new job.
+    Created(String),
+    /// The key was used before with the same request: that job.
+    Replayed(String),
+    /// The key was used before with another request: that job.
+    Conflict(String),
+}
+
+/// Stores a new job, queued, with its `submitted` and `queued` events, in
+/// one transaction. With an idempotency key already used by this user,
+/// stores nothing and says which job has it. Two concurrent submissions
+/// with one key make one job: the second insert waits for the first's
+/// transaction, then finds its row.
+pub async fn submit(
+    pool: &PgPool,
+    job: &NewJob,
+    user: &str,
+    team: &str,
+) -> sqlx::Result<Submitted> {
+    let mut tx = pool.begin().await?;
+    let (key, hash) = match &job.idempotency {
+        Some((k, h)) => (Some(k.as_str()), Some(h.as_slice())),
+        None => (None, None),
+    };
+    let seq = sqlx::query_scalar!(
+        "INSERT INTO jobs (id, team_id, project_id, user_id, name, class, state, reason, spec, request,
+                           idempotency_key, idempotency_hash, submitted_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, now())
+         ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING seq",
+        job.id,
+        job.team_id,
+        job.project_id,
+        job.user_id,
+        job.name,
+        job.class,
+        format!("in team {team}'s queue"),
+        job.spec,
+        job.request,
+        key,
+        hash
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(seq) = seq else {
+        let prior = sqlx::query!(
+            "SELECT id, idempotency_hash FROM jobs WHERE user_id = $1 AND idempotency_key = $2",
+            job.user_id,
+            key
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.rollback().await?;
+        return Ok(if prior.idempotency_hash.as_deref() == hash {
+            Submitted::Replayed(prior.id)
+        } else {
+            Submitted::Conflict(prior.id)
+        });
+    };
+    add_event(&mut tx, seq, "submitted", &format!("by {user}")).await?;
+    add_event(&mut tx, seq, "queued", &format!("in team {team}'s queue")).await?;
+    tx.commit().await?;
+    Ok(Submitted::Created(job.id.clone()))
+}
+
+/// Appends an event in wall time (the API's clock).
+pub async fn add_event(
+    tx: &mut Transaction<'_, Postgres>,
+    job_seq: i64,
+    state: &str,
+    reason: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO job_events (job_seq, at, state, reason, clock) VALUES ($1, now(), $2, $3, 'wall')",
+        job_seq,
+        state,
+        reason
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A job as stored, with its team, project and user by name.
+#[derive(Debug, Clone)]
+pub struct JobRow {
+    pub seq: i64,
+    pub id: String,
+    pub name: String,
+    pub team: String,
+    pub team_id: i64,
+    pub project: String,
+    pub user: String,
+    pub class: String,
+    pub state: String,
+    pub reason: String,
+    pub spec: Value,
+    pub request: Value,
+    pub submitted_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub attempts: i32,
+    pub requeue_requested_at: Option<DateTime<Utc>>,
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+}
+
+/// What a listing asks for; None matches everything.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub team: Option<String>,
+    pub states: Option<Vec<String>>,
+    pub project: Option<String>,
+    pub user: Option<String>,
+    pub class: Option<String>,
+    /// Only jobs with `seq` below this (the cursor).
+    pub before: Option<i64>,
+    pub limit: i64,
+}
+
+/// Jobs newest first (by `seq`, which only grows), filtered.
+pub async fn list(pool: &PgPool, f: &JobFilter) -> sqlx::Result<Vec<JobRow>> {
+    sqlx::query_as!(
+        JobRow,
+        "SELECT j.seq, j.id, j.name, t.name AS team, j.team_id, p.name AS project, u.name AS user,
+                j.class, j.state, j.reason, j.spec, j.request, j.submitted_at, j.started_at,
+                j.finished_at, j.attempts, j.requeue_requested_at, j.cancel_requested_at
+         FROM jobs j
+         JOIN teams t ON t.id = j.team_id
+         JOIN projects p ON p.id = j.project_id
+         JOIN users u ON u.id = j.user_id
+         WHERE ($1::text IS NULL OR t.name = $1)
+           AND ($2::text[] IS NULL OR j.state = ANY($2))
+           AND ($3::text IS NULL OR p.name = $3)
+           AND ($4::text IS NULL OR u.name = $4)
+           AND ($5::text IS NULL OR j.class = $5)
+           AND ($6::bigint IS NULL OR j.seq < $6)
+         ORDER BY j.seq DESC
+         LIMIT $7",
+        f.team.as_deref(),
+        f.states.as_deref(),
+        f.project.as_deref(),
+        f.user.as_deref(),
+        f.class.as_deref(),
+        f.before,
+        f.limit
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// The job with public id `id`.
+pub async fn get(db: impl PgExecutor<'_>, id: &str) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as!(
+        JobRow,
+        "SELECT j.seq, j.id, j.name, t.name AS team, j.team_id, p.name AS project, u.name AS user,
+                j.class, j.state, j.reason, j.spec, j.request, j.submitted_at, j.started_at,
+                j.finished_at, j.attempts, j.requeue_requested_at, j.cancel_requested_at
+         FROM jobs j
+         JOIN teams t ON t.id = j.team_id
+         JOIN projects p ON p.id = j.project_id
+         JOIN users u ON u.id = j.user_id
+         WHERE j.id = $1",
+        id
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// Locks a job's row for the rest of the transaction (the worker takes
+/// the same lock before it changes a job), and gives its state.
+pub async fn lock(tx: &mut Transaction<'_, Postgres>, seq: i64) -> sqlx::Result<String> {
+    sqlx::query_scalar!("SELECT state FROM jobs WHERE seq = $1 FOR UPDATE", seq)
+        .fetch_one(&mut **tx)
+        .await
+}
+
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    pub at: DateTime<Utc>,
+    pub clock: String,
+    pub state: String,
+    pub reason: String,
+}
+
+pub async fn events(pool: &PgPool, job_seq: i64) -> sqlx::Result<Vec<EventRow>> {
+    sqlx::query_as!(
+        EventRow,
+        "SELECT at, clock, state, reason FROM job_events WHERE job_seq = $1 ORDER BY seq",
+        job_seq
+    )
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn set_class(
+    tx: &mut Transaction<'_, Postgres>,
+    seq: i64,
+    class: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!("UPDATE jobs SET class = $2 WHERE seq = $1", seq, class)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Cancels a queued job at once (it holds nothing).
+pub async fn cancel_queued(
+    tx: &mut Transaction<'_, Postgres>,
+    seq: i64,
+    reason: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE jobs SET state = 'cancelled', reason = $2, finished_at = now() WHERE seq = $1",
+        seq,
+        reason
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Asks the worker to cancel a job that holds resources.
+pub async fn request_cancel(tx: &mut Transaction<'_, Postgres>, seq: i64) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, now()) WHERE seq = $1",
+        seq
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Asks the worker to put a job that holds resources back in its queue.
+pub async fn request_requeue(tx: &mut Transaction<'_, Postgres>, seq: i64) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE jobs SET requeue_requested_at = COALESCE(requeue_requested_at, now()) WHERE seq = $1",
+        seq
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The number of jobs stored (tests count before and after).
+pub async fn count(pool: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM jobs"#)
+        .fetch_one(pool)
+        .await
+}
