@@ -146,12 +146,12 @@ pub async fn create_team(
         business_unit_id: None,
     };
     apply_team(&state, &mut tx, &req.name, &req, &mut fields).await?;
-    if accounts::insert_team(&mut *tx, &req.name, &fields)
-        .await?
-        .is_none()
-    {
+    let Some(team_id) = accounts::insert_team(&mut *tx, &req.name, &fields).await? else {
         return Err(ApiError::conflict(format!("team {:?} exists", req.name)));
-    }
+    };
+    // Every team starts with the project submissions default to, as in
+    // the Go build.
+    accounts::insert_project(&mut *tx, team_id, "default").await?;
     let team = accounts::team(&mut *tx, &req.name)
         .await?
         .ok_or_else(|| ApiError::internal(&"the new team vanished"))?;

@@ -16,6 +16,8 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod api;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
