@@ -475,7 +475,8 @@ async fn bad_submissions_name_the_field_and_store_nothing() {
         assert!(msg.contains(says), "{body}: {msg:?} should say {says:?}");
     }
     // Wrong content type, trailing data, an oversized body.
-    let raw: &[(&[(&str, &str)], Vec<u8>, u16)] = &[
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let raw: &[(Headers, Vec<u8>, u16)] = &[
         (&[("Content-Type", "text/plain")], b"{}".to_vec(), 415),
         (&[], b"{} {}".to_vec(), 400),
         (&[], b"".to_vec(), 400),

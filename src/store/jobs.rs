@@ -252,14 +252,16 @@ pub async fn set_class(
     Ok(())
 }
 
-/// Cancels a queued job at once (it holds nothing).
+/// Cancels a queued job at once (it holds nothing). `finished_at` stays
+/// empty: it is cluster time, which the API does not have; the
+/// `cancelled` event says when, in wall time.
 pub async fn cancel_queued(
     tx: &mut Transaction<'_, Postgres>,
     seq: i64,
     reason: &str,
 ) -> sqlx::Result<()> {
     sqlx::query!(
-        "UPDATE jobs SET state = 'cancelled', reason = $2, finished_at = now() WHERE seq = $1",
+        "UPDATE jobs SET state = 'cancelled', reason = $2 WHERE seq = $1",
         seq,
         reason
     )
