@@ -835,9 +835,11 @@ async fn every_admin_and_lead_change_is_audited_with_before_and_after() {
         ),
         (Some("running"), true)
     );
-    assert_eq!(last_audit(&w).await["action"], "job.cancel_request");
+    assert_eq!(last_audit(&w).await["action"], "job.cancel");
 
-    // A queued job is cancelled at once; a second cancel is a conflict.
+    // A queued job too: a request the worker carries out (it alone changes
+    // a job's state), recorded with who asked; asking again changes
+    // nothing; a finished job's cancel is a conflict.
     let job = w.job(w.token("member").unwrap()).await;
     let a = call(
         &w.app,
@@ -847,16 +849,49 @@ async fn every_admin_and_lead_change_is_audited_with_before_and_after() {
         None,
     )
     .await;
-    assert_eq!(a.body["state"], "cancelled");
+    assert_eq!(
+        (
+            a.body["state"].as_str(),
+            a.body["cancel_requested_at"].is_string()
+        ),
+        (Some("queued"), true)
+    );
+    let by: Option<String> =
+        sqlx::query_scalar("SELECT cancel_requested_by FROM jobs WHERE id = $1")
+            .bind(&job)
+            .fetch_one(&w.pool)
+            .await
+            .unwrap();
+    assert_eq!(by.as_deref(), Some("leo"));
     let e = last_audit(&w).await;
     assert_eq!(
         (
             e["action"].as_str(),
             e["before"]["state"].as_str(),
-            e["after"]["state"].as_str()
+            e["after"]["cancel_requested"].as_bool()
         ),
-        (Some("job.cancel"), Some("queued"), Some("cancelled"))
+        (Some("job.cancel"), Some("queued"), Some(true))
     );
+    let audits = audit_count(&w).await;
+    let again = call(
+        &w.app,
+        "POST",
+        &format!("/api/v1/jobs/{job}/cancel"),
+        lead,
+        None,
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(
+        audit_count(&w).await,
+        audits,
+        "a second request is not a second change"
+    );
+    sqlx::query("UPDATE jobs SET state = 'cancelled' WHERE id = $1")
+        .bind(&job)
+        .execute(&w.pool)
+        .await
+        .unwrap();
     assert_eq!(
         call(
             &w.app,
@@ -1085,4 +1120,12 @@ async fn the_openapi_document_has_every_route_and_only_routes() {
     // Times say their clock.
     let text = doc.to_string();
     assert!(text.contains("wall time") && text.contains("cluster time"));
+}
+
+/// How many audit rows there are.
+async fn audit_count(w: &World) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&w.pool)
+        .await
+        .unwrap()
 }

@@ -381,8 +381,9 @@ pub async fn patch_job(
 
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/cancel", tag = "jobs",
     summary = "Cancel a job (members: their own jobs)",
-    description = "Roles: admin, lead, member (own jobs). A queued job is cancelled at once; \
-        one that holds resources gets `cancel_requested_at` and the worker cancels it.",
+    description = "Roles: admin, lead, member (own jobs). Recorded as `cancel_requested_at` and a \
+        `cancel_requested` event; the worker cancels the job at its next tick (it alone changes \
+        a job's state). Asking again changes nothing.",
     params(("id" = String, Path, description = "job id")),
     responses((status = 200, body = api::Job), (status = "4XX", body = api::Error)),
     security(("bearer" = [])))]
@@ -407,25 +408,25 @@ pub async fn cancel_job(
     if terminal(&current) {
         return Err(ApiError::conflict(format!("job {id} is already {current}")));
     }
-    let reason = format!("cancelled by {}", who.user);
-    let action = if current == STATE_QUEUED {
-        jobs::cancel_queued(&mut tx, job.seq, &reason).await?;
-        jobs::add_event(&mut tx, job.seq, "cancelled", &reason).await?;
-        "job.cancel"
-    } else {
-        jobs::request_cancel(&mut tx, job.seq).await?;
+    // A request, queued or not: the worker alone changes a job's state
+    // (it may be starting this job in its tick right now).
+    if job.cancel_requested_at.is_none() {
+        jobs::request_cancel(&mut tx, job.seq, &who.user).await?;
+        let reason = format!("by {}", who.user);
         jobs::add_event(&mut tx, job.seq, "cancel_requested", &reason).await?;
-        "job.cancel_request"
-    };
-    audit::record(&mut *tx, actor(&who), Change {
-        action,
-        target_kind: "job",
-        target: &id,
-        before: Some(json!({"state": current})),
-        after: Some(json!({"state": if current == STATE_QUEUED { "cancelled" } else { current.as_str() },
-                            "cancel_requested": current != STATE_QUEUED})),
-    })
-    .await?;
+        audit::record(
+            &mut *tx,
+            actor(&who),
+            Change {
+                action: "job.cancel",
+                target_kind: "job",
+                target: &id,
+                before: Some(json!({"state": current})),
+                after: Some(json!({"state": current, "cancel_requested": true})),
+            },
+        )
+        .await?;
+    }
     tx.commit().await?;
     Ok(Json(job_with_events(&state, &id).await?))
 }
@@ -452,7 +453,7 @@ pub async fn requeue_job(
         )));
     }
     if current != STATE_QUEUED {
-        jobs::request_requeue(&mut tx, job.seq).await?;
+        jobs::request_requeue(&mut tx, job.seq, &who.user).await?;
         jobs::add_event(
             &mut tx,
             job.seq,

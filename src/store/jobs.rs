@@ -71,10 +71,17 @@ pub async fn submit(
         Some((k, h)) => (Some(k.as_str()), Some(h.as_slice())),
         None => (None, None),
     };
+    // Submitted in cluster time: the scheduler ages a job by it, beside
+    // the start and end times the worker writes. Before any worker has
+    // started the clock, cluster time is wall time (the worker's first
+    // start sets it so).
+    let submitted_at = crate::worker::clock::cluster_now(&mut tx)
+        .await?
+        .unwrap_or_else(Utc::now);
     let seq = sqlx::query_scalar!(
         "INSERT INTO jobs (id, team_id, project_id, user_id, name, class, state, reason, spec, request,
                            idempotency_key, idempotency_hash, submitted_at)
-         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, now())
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12)
          ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING seq",
         job.id,
@@ -87,7 +94,8 @@ pub async fn submit(
         job.spec,
         job.request,
         key,
-        hash
+        hash,
+        submitted_at
     )
     .fetch_optional(&mut *tx)
     .await?;
@@ -106,8 +114,20 @@ pub async fn submit(
             Submitted::Conflict(prior.id)
         });
     };
-    add_event(&mut tx, seq, "submitted", &format!("by {user}")).await?;
-    add_event(&mut tx, seq, "queued", &format!("in team {team}'s queue")).await?;
+    for (state, reason) in [
+        ("submitted", format!("by {user}")),
+        ("queued", format!("in team {team}'s queue")),
+    ] {
+        sqlx::query!(
+            "INSERT INTO job_events (job_seq, at, state, reason, clock) VALUES ($1, $2, $3, $4, 'cluster')",
+            seq,
+            submitted_at,
+            state,
+            reason
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
     tx.commit().await?;
     Ok(Submitted::Created(job.id.clone()))
 }
@@ -252,29 +272,19 @@ pub async fn set_class(
     Ok(())
 }
 
-/// Cancels a queued job at once (it holds nothing). `finished_at` stays
-/// empty: it is cluster time, which the API does not have; the
-/// `cancelled` event says when, in wall time.
-pub async fn cancel_queued(
+/// Asks the worker to cancel a job (`by`: who asked). The worker alone
+/// changes a job's state, so that a request never races a start.
+pub async fn request_cancel(
     tx: &mut Transaction<'_, Postgres>,
     seq: i64,
-    reason: &str,
+    by: &str,
 ) -> sqlx::Result<()> {
     sqlx::query!(
-        "UPDATE jobs SET state = 'cancelled', reason = $2 WHERE seq = $1",
+        "UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
+                         cancel_requested_by = COALESCE(cancel_requested_by, $2)
+         WHERE seq = $1",
         seq,
-        reason
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-/// Asks the worker to cancel a job that holds resources.
-pub async fn request_cancel(tx: &mut Transaction<'_, Postgres>, seq: i64) -> sqlx::Result<()> {
-    sqlx::query!(
-        "UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, now()) WHERE seq = $1",
-        seq
+        by
     )
     .execute(&mut **tx)
     .await?;
@@ -282,10 +292,17 @@ pub async fn request_cancel(tx: &mut Transaction<'_, Postgres>, seq: i64) -> sql
 }
 
 /// Asks the worker to put a job that holds resources back in its queue.
-pub async fn request_requeue(tx: &mut Transaction<'_, Postgres>, seq: i64) -> sqlx::Result<()> {
+pub async fn request_requeue(
+    tx: &mut Transaction<'_, Postgres>,
+    seq: i64,
+    by: &str,
+) -> sqlx::Result<()> {
     sqlx::query!(
-        "UPDATE jobs SET requeue_requested_at = COALESCE(requeue_requested_at, now()) WHERE seq = $1",
-        seq
+        "UPDATE jobs SET requeue_requested_at = COALESCE(requeue_requested_at, now()),
+                         requeue_requested_by = COALESCE(requeue_requested_by, $2)
+         WHERE seq = $1",
+        seq,
+        by
     )
     .execute(&mut **tx)
     .await?;

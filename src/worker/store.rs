@@ -148,7 +148,8 @@ pub async fn write(
         sqlx::query!(
             "UPDATE jobs SET state = $2, reason = $3, started_at = $4, finished_at = $5,
                 attempts = $6, runtime = $7,
-                requeue_requested_by = CASE WHEN $8 THEN NULL ELSE requeue_requested_by END
+                requeue_requested_by = CASE WHEN $8 THEN NULL ELSE requeue_requested_by END,
+                requeue_requested_at = CASE WHEN $8 THEN NULL ELSE requeue_requested_at END
              WHERE seq = $1",
             u.seq,
             u.state,
