@@ -40,7 +40,7 @@ pub enum Command {
     Bench(BenchCommand),
     /// MIG geometry: list layouts, check where a profile fits
     Mig(mig::MigCommand),
-    /// the server on PostgreSQL (in progress): the database, /healthz and /readyz
+    /// the server on PostgreSQL: the JSON API, the background worker and the virtual cluster
     Serve(serve::ServeArgs),
     /// a small demo: place a mixed inference and training workload with several policies
     Sim(sim::SimArgs),

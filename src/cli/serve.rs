@@ -1,8 +1,9 @@
-//! `partita serve`: the server on PostgreSQL (in progress). It opens the
-//! database (the embedded PostgreSQL in `DATA_DIR/postgres`, or the one
-//! `--database-url` names), migrates it, creates the admin account on the
-//! first start, and serves `/healthz` and `/readyz` until SIGTERM or
-//! Ctrl-C, then stops the embedded PostgreSQL.
+//! `partita serve`: the server on PostgreSQL. It opens the database (the
+//! embedded PostgreSQL in `DATA_DIR/postgres`, or the one `--database-url`
+//! names), migrates it, creates the admin account on the first start,
+//! starts the background worker (unless `--no-worker`) and serves the API
+//! until SIGTERM or Ctrl-C, then stops the worker and the embedded
+//! PostgreSQL.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -77,7 +78,12 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     writeln!(
         stdout,
-        "Partita listening on http://{addr} (the server on PostgreSQL, in progress: /healthz, /readyz; {}; data in {})",
+        "Partita listening on http://{addr} (the API at /api/v1; {}; {}; data in {})",
+        if args.no_worker {
+            "no worker: run `partita worker` beside it"
+        } else {
+            "the worker runs the virtual cluster"
+        },
         database.description(),
         args.data_dir.display()
     )?;
