@@ -769,20 +769,11 @@ impl World {
             tracing::error!(node = %rc.node, "reconfigure: unknown node");
             return;
         };
-        let Some(was_mig) = self.st.node(i).gpus().get(rc.gpu).map(|g| g.mig()) else {
+        if self.st.node(i).gpus().get(rc.gpu).is_none() {
             tracing::error!(node = %rc.node, gpu = rc.gpu, "reconfigure: no such GPU");
             return;
-        };
-        let result = if !rc.mig {
-            self.st.set_mig(&rc.node, rc.gpu, false)
-        } else if !was_mig {
-            self.st
-                .set_mig(&rc.node, rc.gpu, true)
-                .and_then(|()| self.st.set_layout(&rc.node, rc.gpu, &rc.layout))
-        } else {
-            self.st.set_layout(&rc.node, rc.gpu, &rc.layout)
-        };
-        if let Err(e) = result {
+        }
+        if let Err(e) = self.st.repartition(&rc.node, rc.gpu, rc.mig, &rc.layout) {
             tracing::error!(node = %rc.node, gpu = rc.gpu, error = %e, "reconfigure");
             return;
         }

@@ -166,6 +166,28 @@ impl State {
         Ok(())
     }
 
+    /// Re-partitions a GPU as a scheduler's MIG change asks: MIG off
+    /// (`mig` false), or on with `layout`, turning MIG on first when it is
+    /// off. What the world does meanwhile (cordon the GPU, time the change)
+    /// is the world's.
+    pub fn repartition(
+        &mut self,
+        node: &str,
+        index: usize,
+        mig: bool,
+        layout: &[Placement],
+    ) -> Result<(), ClusterError> {
+        let i = self.find(node)?;
+        let was_mig = gpu_of(self.node(i), index)?.mig;
+        if !mig {
+            return self.set_mig(node, index, false);
+        }
+        if !was_mig {
+            self.set_mig(node, index, true)?;
+        }
+        self.set_layout(node, index, layout)
+    }
+
     /// Stops (or, with `on` false, resumes) new work on a GPU. Running
     /// work is untouched.
     pub fn cordon(&mut self, node: &str, index: usize, on: bool) -> Result<(), ClusterError> {

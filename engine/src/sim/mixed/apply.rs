@@ -264,17 +264,8 @@ impl World<'_> {
             )));
         };
         let before = g.layout();
-        let was_mig = g.mig();
-        let result = if !rc.mig {
-            self.st.set_mig(&rc.node, rc.gpu, false)
-        } else if !was_mig {
-            self.st
-                .set_mig(&rc.node, rc.gpu, true)
-                .and_then(|()| self.st.set_layout(&rc.node, rc.gpu, &rc.layout))
-        } else {
-            self.st.set_layout(&rc.node, rc.gpu, &rc.layout)
-        };
-        result
+        self.st
+            .repartition(&rc.node, rc.gpu, rc.mig, &rc.layout)
             .map_err(|e| MixedError::world(format!("reconfigure {}/{}: {e}", rc.node, rc.gpu)))?;
         self.metrics.reconfigs += 1;
         if rc.add {
