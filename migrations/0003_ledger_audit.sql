@@ -31,11 +31,20 @@ CREATE TABLE prices (
 
 -- One row per finished hold: a task's use of one GPU (a MIG slice, a
 -- share, or the whole GPU) from `started_at` to `ended_at`, cluster time.
--- `gpu_milli` is the part of the GPU held (1000 = whole; a MIG slice
--- counts its share, e.g. 1g.10gb of 7 slices = 142), so
--- `gpu_seconds_milli` = gpu_milli x seconds is GPU-seconds in thousandths,
--- an exact integer that sums exactly. Cost = GPU-hours x price, in integer
--- micro-units. `hold_id` makes the worker's write idempotent.
+--
+-- Edited in place before any deployment (nothing ran this migration yet):
+-- the first version stored `gpu_milli` (a 1g MIG slice = 142, so seven 1g
+-- slices billed 0.994 of a GPU) and GPU-seconds in thousandths. Now:
+-- `gpu_share` is the part of the GPU held in 1/7000 GPU, the Go build's
+-- exact unit (a MIG slice of k of 7 compute slices = k x 1000, a share of
+-- m milli = 7m, a whole GPU 7000), and `share_ms` = gpu_share x held
+-- milliseconds, an exact integer that sums exactly. `micro_gpu_hours`
+-- (share_ms / 25,200, rounded half up) and `cost_micros` (micro GPU-hours
+-- x `price_micros` / 10^6, rounded half up, in micro-units of `currency`)
+-- are computed once, by the worker with `accounting::usage`, the function
+-- the reports use; a report sums the rows that END in its period, so its
+-- total is exactly the sum of those rows. `hold_id` makes the worker's
+-- write idempotent.
 CREATE TABLE usage_ledger (
     seq               BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     hold_id           TEXT NOT NULL UNIQUE CHECK (hold_id <> ''),
@@ -49,16 +58,19 @@ CREATE TABLE usage_ledger (
     gpu_index         INTEGER NOT NULL CHECK (gpu_index >= 0),
     gpu_model         TEXT NOT NULL CHECK (gpu_model <> ''),
     mig_profile       TEXT CHECK (mig_profile <> ''), -- NULL: a share or the whole GPU
-    gpu_milli         INTEGER NOT NULL CHECK (gpu_milli > 0 AND gpu_milli <= 1000),
+    gpu_share         INTEGER NOT NULL CHECK (gpu_share > 0 AND gpu_share <= 7000),
     capacity_tier     TEXT NOT NULL CHECK (capacity_tier IN ('reserved', 'on-demand', 'spot')),
     job_class         TEXT NOT NULL CHECK (job_class IN ('production', 'batch', 'best-effort')),
     started_at        TIMESTAMPTZ NOT NULL,
     ended_at          TIMESTAMPTZ NOT NULL,
-    gpu_seconds_milli BIGINT NOT NULL CHECK (gpu_seconds_milli >= 0),
+    share_ms          BIGINT NOT NULL CHECK (share_ms >= 0),
+    micro_gpu_hours   BIGINT NOT NULL CHECK (micro_gpu_hours >= 0),
     price_micros      BIGINT NOT NULL CHECK (price_micros >= 0),
     cost_micros       BIGINT NOT NULL CHECK (cost_micros >= 0),
     currency          TEXT NOT NULL DEFAULT 'USD' CHECK (currency ~ '^[A-Z]{3}$'),
-    CHECK (ended_at >= started_at)
+    CHECK (ended_at >= started_at),
+    -- The share times the held span, exactly (the span is whole ms).
+    CONSTRAINT usage_ledger_span_check CHECK (share_ms = gpu_share * (EXTRACT(EPOCH FROM ended_at - started_at) * 1000)::bigint)
 );
 CREATE INDEX usage_ledger_ended ON usage_ledger (ended_at);
 CREATE INDEX usage_ledger_team_ended ON usage_ledger (team_id, ended_at);

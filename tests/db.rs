@@ -121,20 +121,16 @@ async fn seed(pool: &PgPool) -> (i64, i64, i64, i64) {
     (team, project, user, job)
 }
 
-async fn insert_ledger_row(
-    pool: &PgPool,
-    hold: &str,
-    gpu_seconds_milli: i64,
-) -> Result<(), sqlx::Error> {
+async fn insert_ledger_row(pool: &PgPool, hold: &str, share_ms: i64) -> Result<(), sqlx::Error> {
     let (team, project, user, job) = ids(pool).await;
     sqlx::query(
         "INSERT INTO usage_ledger (hold_id, team_id, project_id, user_id, job_seq, task, node, gpu_index,
-            gpu_model, mig_profile, gpu_milli, capacity_tier, job_class, started_at, ended_at,
-            gpu_seconds_milli, price_micros, cost_micros)
-         VALUES ($1, $2, $3, $4, $5, 't0', 'node-1', 0, 'H100-80GB', '3g.40gb', 428, 'reserved', 'batch',
-            now() - interval '1 hour', now(), $6, 2500000, 1070000)",
+            gpu_model, mig_profile, gpu_share, capacity_tier, job_class, started_at, ended_at,
+            share_ms, micro_gpu_hours, price_micros, cost_micros)
+         VALUES ($1, $2, $3, $4, $5, 't0', 'node-1', 0, 'H100-80GB', '3g.40gb', 3000, 'reserved', 'batch',
+            now() - interval '1 hour', now(), $6, 428571, 2500000, 1071428)",
     )
-    .bind(hold).bind(team).bind(project).bind(user).bind(job).bind(gpu_seconds_milli)
+    .bind(hold).bind(team).bind(project).bind(user).bind(job).bind(share_ms)
     .execute(pool)
     .await
     .map(|_| ())
@@ -160,7 +156,8 @@ fn database_error(err: sqlx::Error) -> Box<dyn sqlx::error::DatabaseError> {
 async fn the_ledger_and_the_audit_log_refuse_update_and_delete() {
     let (pool, _) = support::fresh_db().await;
     seed(&pool).await;
-    insert_ledger_row(&pool, "hold-1", 1_540_800)
+    // 3/7 of a GPU for an hour: 3000 x 3,600,000 share-ms.
+    insert_ledger_row(&pool, "hold-1", 10_800_000_000)
         .await
         .expect("INSERT into the ledger works");
     sqlx::query("INSERT INTO audit_log (actor, action, target_kind, target, before, after) VALUES ('root', 'team.quota', 'team', 'search', '{\"guarantee_milli\": 8000}', '{\"guarantee_milli\": 16000}')")
@@ -217,7 +214,7 @@ async fn the_ledger_and_the_audit_log_refuse_update_and_delete() {
         .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(cost, 1_070_000, "the ledger row changed");
+    assert_eq!(cost, 1_071_428, "the ledger row changed");
     // Other tables stay editable (teams' quotas are meant to change).
     sqlx::query("UPDATE teams SET guarantee_milli = 8000")
         .execute(&pool)
@@ -241,7 +238,7 @@ async fn check_constraints_refuse_bad_values_naming_the_column() {
         .expect_err("negative GPU-seconds are refused");
     assert_eq!(
         database_error(err).constraint(),
-        Some("usage_ledger_gpu_seconds_milli_check")
+        Some("usage_ledger_share_ms_check")
     );
 
     let err = sqlx::query("UPDATE teams SET burst_milli = -1000")

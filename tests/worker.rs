@@ -13,7 +13,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use partita::worker::{self, clock, prices, store};
+use partita::accounting;
+use partita::worker::{self, clock, store};
 use proptest::prelude::*;
 use sqlx::{PgPool, Row};
 
@@ -132,13 +133,14 @@ async fn events(pool: &PgPool, seq: i64) -> Vec<(String, i64)> {
         .collect()
 }
 
-/// A ledger row: (gpu_milli, seconds held, gpu_seconds_milli, price, cost, mig_profile).
-type LedgerRow = (i64, i64, i64, i64, i64, Option<String>);
+/// A ledger row: (gpu_share, seconds held, share_ms, price, cost,
+/// mig_profile, micro_gpu_hours).
+type LedgerRow = (i64, i64, i64, i64, i64, Option<String>, i64);
 
 async fn ledger(pool: &PgPool, seq: i64) -> Vec<LedgerRow> {
     sqlx::query(
-        "SELECT gpu_milli::bigint, EXTRACT(EPOCH FROM ended_at - started_at)::bigint,
-                gpu_seconds_milli, price_micros, cost_micros, mig_profile
+        "SELECT gpu_share::bigint, EXTRACT(EPOCH FROM ended_at - started_at)::bigint,
+                share_ms, price_micros, cost_micros, mig_profile, micro_gpu_hours
          FROM usage_ledger WHERE job_seq = $1 ORDER BY seq",
     )
     .bind(seq)
@@ -146,16 +148,29 @@ async fn ledger(pool: &PgPool, seq: i64) -> Vec<LedgerRow> {
     .await
     .unwrap()
     .into_iter()
-    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+    .map(|r| {
+        (
+            r.get(0),
+            r.get(1),
+            r.get(2),
+            r.get(3),
+            r.get(4),
+            r.get(5),
+            r.get(6),
+        )
+    })
     .collect()
 }
 
-/// Checks a ledger row's arithmetic: GPU-seconds = seconds x the GPU part
-/// held, cost = GPU-hours x price (rounded half up), exact integers.
+/// Checks a ledger row's arithmetic, written out here independently of
+/// `accounting`: share_ms = share x held ms; micro GPU-hours = share_ms /
+/// (7000 x 3600 x 1000 / 10^6) and cost = micro GPU-hours x price / 10^6,
+/// each rounded half up; exact integers.
 fn check_row(row: &LedgerRow) {
-    let (milli, seconds, gs, price, cost, _) = row;
-    assert_eq!(*gs, milli * seconds, "{row:?}");
-    assert_eq!(*cost, (gs * price + 1_800_000) / 3_600_000, "{row:?}");
+    let (share, seconds, share_ms, price, cost, _, micro_h) = row;
+    assert_eq!(*share_ms, share * seconds * 1000, "{row:?}");
+    assert_eq!(*micro_h, (share_ms + 12_600) / 25_200, "{row:?}");
+    assert_eq!(*cost, (micro_h * price + 500_000) / 1_000_000, "{row:?}");
 }
 
 #[tokio::test]
@@ -184,12 +199,13 @@ async fn a_queued_job_is_placed_runs_and_succeeds_with_its_events_and_ledger_row
             // One row per GPU: two whole H100s or A100s.
             assert_eq!(rows.len(), 2, "{rows:?}");
             assert!(
-                rows.iter().all(|r| r.0 == 1000 && r.5.is_none()),
+                rows.iter().all(|r| r.0 == 7000 && r.5.is_none()),
                 "{rows:?}"
             );
         } else {
             assert_eq!(rows.len(), 1, "{rows:?}");
-            assert_eq!((rows[0].0, rows[0].5.as_deref()), (142, Some("1g.10gb")));
+            // One of seven compute slices: exactly 1/7 of a GPU.
+            assert_eq!((rows[0].0, rows[0].5.as_deref()), (1000, Some("1g.10gb")));
         }
         let (attempts, finished): (i32, bool) =
             sqlx::query_as("SELECT attempts, finished_at IS NOT NULL FROM jobs WHERE seq = $1")
@@ -208,11 +224,11 @@ async fn a_queued_job_is_placed_runs_and_succeeds_with_its_events_and_ledger_row
     // A retried write of the same holds adds nothing (hold_id is unique).
     let dup = sqlx::query(
         "INSERT INTO usage_ledger (hold_id, team_id, project_id, user_id, job_seq, task, node, gpu_index,
-            gpu_model, gpu_milli, capacity_tier, job_class, started_at, ended_at, gpu_seconds_milli,
-            price_micros, cost_micros)
+            gpu_model, gpu_share, capacity_tier, job_class, started_at, ended_at, share_ms,
+            micro_gpu_hours, price_micros, cost_micros)
          SELECT hold_id, team_id, project_id, user_id, job_seq, task, node, gpu_index, gpu_model,
-            gpu_milli, capacity_tier, job_class, started_at, ended_at, gpu_seconds_milli, price_micros,
-            cost_micros FROM usage_ledger
+            gpu_share, capacity_tier, job_class, started_at, ended_at, share_ms, micro_gpu_hours,
+            price_micros, cost_micros FROM usage_ledger
          ON CONFLICT (hold_id) DO NOTHING",
     )
     .execute(&pool)
@@ -395,13 +411,22 @@ async fn meta_clock(pool: &PgPool) -> i64 {
     v.parse().unwrap()
 }
 
-/// The GPU part a demand holds, as the ledger counts it.
-fn held_milli(count: i32, profile: Option<&str>) -> i64 {
+/// A ledger row's hold: share, start, end, model, tier.
+type HoldRow = (
+    i64,
+    chrono::DateTime<chrono::Utc>,
+    chrono::DateTime<chrono::Utc>,
+    String,
+    String,
+);
+
+/// The GPU part a demand holds, as the ledger counts it, in 1/7000 GPU.
+fn held_share(count: i32, profile: Option<&str>) -> i64 {
     match profile {
-        None => 1000 * i64::from(count),
+        None => 7000 * i64::from(count),
         Some(p) => {
             let compute: i64 = p[..1].parse().unwrap();
-            compute * 1000 / 7
+            compute * 1000
         }
     }
 }
@@ -413,7 +438,7 @@ proptest! {
     /// GPU-seconds add up exactly to the jobs' held spans (from their
     /// admission to their end, times the GPU part each holds).
     #[test]
-    fn ledger_gpu_seconds_equal_the_jobs_held_spans(
+    fn ledger_share_ms_equal_the_jobs_held_spans(
         jobs in prop::collection::vec(
             (prop_oneof![
                 (1..=4i32).prop_map(|n| (n, None)),
@@ -433,15 +458,15 @@ proptest! {
                     None => whole(*count),
                     Some(p) => mig(p),
                 };
-                seqs.push((submit(&pool, &format!("j{i}"), gpu, *seconds).await, held_milli(*count, *profile)));
+                seqs.push((submit(&pool, &format!("j{i}"), gpu, *seconds).await, held_share(*count, *profile)));
             }
             all_succeeded(&pool).await;
             w.stop().await;
-            for (seq, milli) in &seqs {
+            for (seq, share) in &seqs {
                 let ev = events(&pool, *seq).await;
-                expected += milli * (ev.last().unwrap().1 - ev[0].1);
+                expected += share * (ev.last().unwrap().1 - ev[0].1) * 1000;
             }
-            let total: i64 = sqlx::query_scalar("SELECT sum(gpu_seconds_milli)::bigint FROM usage_ledger")
+            let total: i64 = sqlx::query_scalar("SELECT sum(share_ms)::bigint FROM usage_ledger")
                 .fetch_one(&pool)
                 .await
                 .unwrap();
@@ -450,11 +475,32 @@ proptest! {
                 .fetch_one(&pool)
                 .await
                 .unwrap();
-            let rows: Vec<(i64, i64)> = sqlx::query_as("SELECT gpu_seconds_milli, price_micros FROM usage_ledger")
-                .fetch_all(&pool)
-                .await
-                .unwrap();
-            let want: i64 = rows.iter().map(|(gs, p)| prices::cost_micros(*gs, *p)).sum();
+            // Each row's cost is what the one charging function gives
+            // for its own hold at the built-in prices.
+            let rows: Vec<HoldRow> =
+                sqlx::query_as("SELECT gpu_share::bigint, started_at, ended_at, gpu_model, capacity_tier FROM usage_ledger")
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            let prices = accounting::Prices::builtin();
+            let want: i64 = rows
+                .into_iter()
+                .map(|(share, start, end, model, tier)| {
+                    let hold = accounting::Hold {
+                        business_unit: String::new(),
+                        team: String::new(),
+                        project: String::new(),
+                        user: String::new(),
+                        model,
+                        tier,
+                        class: String::new(),
+                        share,
+                        start,
+                        end: Some(end),
+                    };
+                    accounting::charge(&hold, &prices).unwrap().1.cost_micros
+                })
+                .sum();
             assert_eq!(cost, want);
         });
     }

@@ -16,8 +16,8 @@ mod report;
 
 pub use prices::{ANY_MODEL, PriceError, PriceItem, PriceTable, Prices, TIERS};
 pub use report::{
-    GroupKey, Hold, Period, PeriodError, Report, ReportRow, Usage, build, micros, parse_group_by,
-    usage, write_csv,
+    Charged, GroupKey, Hold, Period, PeriodError, Report, ReportRow, Usage, build, build_charged,
+    charge, micros, parse_group_by, usage, write_csv,
 };
 
 /// A whole GPU in the ledger's share unit: 7 compute slices × 1000 milli.

@@ -13,7 +13,7 @@ pub const ANY_MODEL: &str = "*";
 
 /// A price table as the API shows it (`GET /api/v1/prices`) and as a
 /// `--prices` file holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriceTable {
     pub currency: String,
@@ -25,7 +25,7 @@ pub struct PriceTable {
 }
 
 /// The price of one GPU-hour of `model` in `tier`, in currency units.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriceItem {
     pub model: String,
@@ -141,6 +141,13 @@ impl Prices {
             assumptions: t.assumptions,
             micros,
         })
+    }
+
+    /// Sets the price of `model` in `tier` to `micros` per GPU-hour (a
+    /// row of the `prices` table, already checked by its constraints).
+    pub fn set_micros(&mut self, model: &str, tier: &str, micros: i64) {
+        self.micros
+            .insert((model.to_string(), tier.to_string()), micros);
     }
 
     /// Reads a table from JSON in the shape of `GET /api/v1/prices`.

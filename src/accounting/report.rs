@@ -222,11 +222,12 @@ pub fn parse_group_by(s: &str, default: &[GroupKey]) -> Result<Vec<GroupKey>, Pe
 }
 
 /// A usage or chargeback report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Report {
-    /// The period, cluster time.
+    /// The period [from, to), cluster time.
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
+    #[schema(value_type = Vec<String>)]
     pub group_by: Vec<&'static str>,
     pub currency: String,
     /// Where the prices come from.
@@ -236,7 +237,7 @@ pub struct Report {
 }
 
 /// One group's usage; the key fields not grouped on are absent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ReportRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub business_unit: Option<String>,
@@ -257,7 +258,8 @@ pub struct ReportRow {
     pub cost: String,
     pub micro_gpu_hours: i64,
     pub cost_micros: i64,
-    /// The ledger's holds that overlap the period.
+    /// The holds counted: those that overlap the period (`build`), or
+    /// the ledger rows that end in it (`build_charged`).
     pub holds: u64,
 }
 
@@ -299,8 +301,8 @@ impl ReportRow {
     }
 }
 
-/// Sums the holds that overlap `period`, grouped by `group_by`; rows in
-/// the order of their keys.
+/// Sums the holds that overlap `period`, each clipped to it, grouped by
+/// `group_by`; rows in the order of their keys.
 pub fn build(
     holds: &[Hold],
     period: Period,
@@ -308,14 +310,71 @@ pub fn build(
     group_by: &[GroupKey],
     prices: &Prices,
 ) -> Report {
-    let mut rows: BTreeMap<Vec<&str>, ReportRow> = BTreeMap::new();
-    let mut total = ReportRow::default();
-    for h in holds {
+    let charged = holds.iter().filter_map(|h| {
         let end = h.end.unwrap_or(now);
         if end.min(period.to) <= h.start.max(period.from) {
-            continue; // outside the period
+            return None; // outside the period
         }
-        let u = usage(h, &period, now, prices);
+        Some((h, usage(h, &period, now, prices)))
+    });
+    sum(charged, period, group_by, &prices.currency, &prices.source)
+}
+
+/// A finished hold as the usage ledger stores it: charged once, when it
+/// ended, with [`charge`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charged {
+    pub hold: Hold,
+    pub usage: Usage,
+}
+
+/// What a finished hold is charged, over its own span: the ledger row's
+/// `share_ms` (share × held milliseconds) and its [`usage`]. The worker
+/// calls it once per hold; reports only sum what it gave, so the two can
+/// never disagree. None for a hold not yet ended.
+pub fn charge(h: &Hold, prices: &Prices) -> Option<(i64, Usage)> {
+    let end = h.end?;
+    let span = Period {
+        from: h.start,
+        to: end,
+    };
+    let ms = (end - h.start).num_milliseconds().max(0);
+    Some((h.share * ms, usage(h, &span, end, prices)))
+}
+
+/// The chargeback of ledger rows: the rows that END in `period` (the
+/// caller selects them), each counted whole with the figures it was
+/// charged, grouped by `group_by`. Every finished hold is charged in
+/// exactly one period, so consecutive periods partition the ledger and a
+/// report's total is exactly the sum of its rows.
+pub fn build_charged(
+    rows: &[Charged],
+    period: Period,
+    group_by: &[GroupKey],
+    currency: &str,
+    source: &str,
+) -> Report {
+    let charged = rows
+        .iter()
+        .filter(|c| {
+            c.hold
+                .end
+                .is_some_and(|e| e >= period.from && e < period.to)
+        })
+        .map(|c| (&c.hold, c.usage));
+    sum(charged, period, group_by, currency, source)
+}
+
+fn sum<'a>(
+    charged: impl Iterator<Item = (&'a Hold, Usage)>,
+    period: Period,
+    group_by: &[GroupKey],
+    currency: &str,
+    source: &str,
+) -> Report {
+    let mut rows: BTreeMap<Vec<&str>, ReportRow> = BTreeMap::new();
+    let mut total = ReportRow::default();
+    for (h, u) in charged {
         let key: Vec<&str> = group_by.iter().map(|&g| g.of(h)).collect();
         rows.entry(key)
             .or_insert_with(|| {
@@ -332,8 +391,8 @@ pub fn build(
         from: period.from,
         to: period.to,
         group_by: group_by.iter().map(|g| g.name()).collect(),
-        currency: prices.currency.clone(),
-        prices: prices.source.clone(),
+        currency: currency.to_string(),
+        prices: source.to_string(),
         rows: rows.into_values().map(ReportRow::finish).collect(),
         total: total.finish(),
     }

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod jobs;
+pub mod ledger;
 
 /// Whether a database error is a unique-constraint violation (a name
 /// already taken).

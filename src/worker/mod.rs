@@ -23,7 +23,6 @@
 //!   so the lock), forgets its world, and starts over from the database.
 
 pub mod clock;
-pub mod prices;
 pub mod spec;
 pub mod store;
 pub mod world;

@@ -9,9 +9,10 @@ use partita_engine::workload::Class;
 use sqlx::PgConnection;
 
 use super::clock;
-use super::prices::{self, Prices};
 use super::spec::{JobSpec, Runtime};
 use super::world::{Changes, JobRecord};
+use crate::accounting;
+use crate::store::ledger;
 
 /// An error reading a job: its row does not say what the worker needs.
 fn bad_row(seq: i64, what: impl std::fmt::Display) -> sqlx::Error {
@@ -112,27 +113,6 @@ pub async fn requests(conn: &mut PgConnection) -> Result<Vec<Request>, sqlx::Err
         .collect())
 }
 
-/// The price table: the `prices` rows in effect now (the latest
-/// `valid_from` not in the future per model and tier); none: the built-in
-/// table.
-pub async fn prices(conn: &mut PgConnection) -> Result<Prices, sqlx::Error> {
-    let rows = sqlx::query!(
-        "SELECT DISTINCT ON (gpu_model, capacity_tier) gpu_model, capacity_tier, price_micros, currency
-         FROM prices WHERE valid_from <= now()
-         ORDER BY gpu_model, capacity_tier, valid_from DESC"
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    if rows.is_empty() {
-        return Ok(Prices::built_in());
-    }
-    let mut p = Prices::default();
-    for r in rows {
-        p.set(&r.gpu_model, &r.capacity_tier, r.price_micros, &r.currency);
-    }
-    Ok(p)
-}
-
 /// Writes a tick's changes (in the caller's transaction): job rows,
 /// events, ledger rows (priced; a hold already written is skipped, so a
 /// retried write adds nothing), the clock and the heartbeat.
@@ -195,30 +175,46 @@ async fn write_ledger(
     clock: &clock::Clock,
     changes: &Changes,
 ) -> Result<(), sqlx::Error> {
-    let table = prices(conn).await?;
+    // One price table type and one charging function, shared with the
+    // reports: a row's figures are computed here once and only summed
+    // after.
+    let table = ledger::prices(&mut *conn).await?;
     let h = &changes.holds;
-    let mut price = Vec::with_capacity(h.len());
-    let mut currency = Vec::with_capacity(h.len());
-    let mut gpu_seconds = Vec::with_capacity(h.len());
-    let mut cost = Vec::with_capacity(h.len());
+    let n = h.len();
+    let (mut share_ms, mut gpu_hours, mut cost) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut price, mut currency) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for r in h {
-        let p = table.price(&r.model, &r.tier);
-        // Both ends are whole seconds of cluster time (clock.rs).
-        let seconds = (r.end - r.start) / partita_engine::sched::SECOND;
-        let gs = prices::gpu_seconds_milli(r.gpu_milli, seconds);
-        gpu_seconds.push(gs);
-        cost.push(prices::cost_micros(gs, p.micros));
-        price.push(p.micros);
-        currency.push(p.currency);
+        let hold = accounting::Hold {
+            business_unit: String::new(),
+            team: String::new(),
+            project: String::new(),
+            user: String::new(),
+            model: r.model.clone(),
+            tier: r.tier.clone(),
+            class: r.class.to_string(),
+            share: r.share,
+            start: clock.at(r.start),
+            end: Some(clock.at(r.end)),
+        };
+        let (ms, usage) = accounting::charge(&hold, &table).expect("the hold has ended");
+        share_ms.push(ms);
+        gpu_hours.push(usage.micro_gpu_hours);
+        cost.push(usage.cost_micros);
+        price.push(table.per_hour(&r.model, &r.tier));
+        currency.push(table.currency.clone());
     }
     sqlx::query!(
         "INSERT INTO usage_ledger (hold_id, team_id, project_id, user_id, job_seq, task, node,
-            gpu_index, gpu_model, mig_profile, gpu_milli, capacity_tier, job_class, started_at,
-            ended_at, gpu_seconds_milli, price_micros, cost_micros, currency)
+            gpu_index, gpu_model, mig_profile, gpu_share, capacity_tier, job_class, started_at,
+            ended_at, share_ms, micro_gpu_hours, price_micros, cost_micros, currency)
          SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[],
             $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $12::text[],
             $13::text[], $14::timestamptz[], $15::timestamptz[], $16::bigint[], $17::bigint[],
-            $18::bigint[], $19::text[])
+            $18::bigint[], $19::bigint[], $20::text[])
          ON CONFLICT (hold_id) DO NOTHING",
         &h.iter().map(|r| r.hold_id.clone()).collect::<Vec<_>>(),
         &h.iter().map(|r| r.team_id).collect::<Vec<_>>(),
@@ -231,13 +227,14 @@ async fn write_ledger(
         &h.iter().map(|r| r.model.clone()).collect::<Vec<_>>(),
         &h.iter().map(|r| r.mig_profile.clone()).collect::<Vec<_>>() as &[Option<String>],
         &h.iter()
-            .map(|r| i32::try_from(r.gpu_milli).unwrap_or(i32::MAX))
+            .map(|r| i32::try_from(r.share).unwrap_or(i32::MAX))
             .collect::<Vec<_>>(),
         &h.iter().map(|r| r.tier.clone()).collect::<Vec<_>>(),
         &h.iter().map(|r| r.class.to_string()).collect::<Vec<_>>(),
         &h.iter().map(|r| clock.at(r.start)).collect::<Vec<_>>(),
         &h.iter().map(|r| clock.at(r.end)).collect::<Vec<_>>(),
-        &gpu_seconds,
+        &share_ms,
+        &gpu_hours,
         &price,
         &cost,
         &currency,

@@ -21,6 +21,7 @@ use partita_engine::sched::{
 use partita_engine::workload::{self, Class};
 
 use super::spec::{JobSpec, Runtime};
+use crate::accounting;
 
 /// The states of `jobs.state` (migrations/0002_jobs.sql).
 pub const QUEUED: &str = "queued";
@@ -89,9 +90,10 @@ pub struct Hold {
     pub gpu: i32,
     pub model: String,
     pub mig_profile: Option<String>,
-    /// The part of the GPU held, in thousandths (a MIG slice its compute
-    /// share, rounded down: 1g of 7 = 142).
-    pub gpu_milli: i64,
+    /// The part of the GPU held, in 1/7000 GPU (`accounting::SHARE_UNIT`:
+    /// a MIG slice of k compute slices k x 1000, a share of m milli 7m),
+    /// so seven 1g slices are exactly one GPU.
+    pub share: i64,
     pub tier: String,
     pub start: Nanos,
     pub end: Nanos,
@@ -624,16 +626,16 @@ impl World {
                     let Some(d) = usize::try_from(g.gpu).ok().and_then(|i| n.gpus().get(i)) else {
                         continue;
                     };
-                    let (gpu_milli, profile) = match &g.slice {
+                    let (share, profile) = match &g.slice {
                         Some(p) => (
                             d.model()
                                 .find(&p.profile)
-                                .map_or(0, |pr| i64::from(pr.compute) * 1000 / 7),
+                                .map_or(0, |pr| accounting::slice_share(i64::from(pr.compute))),
                             Some(p.profile.to_string()),
                         ),
-                        None => (i64::from(g.milli), None),
+                        None => (accounting::milli_share(i64::from(g.milli)), None),
                     };
-                    if gpu_milli <= 0 {
+                    if share <= 0 {
                         continue;
                     }
                     self.holds.push(Hold {
@@ -654,7 +656,7 @@ impl World {
                         gpu: g.gpu,
                         model: d.model().name.clone(),
                         mig_profile: profile,
-                        gpu_milli,
+                        share,
                         tier: n.tier().as_str().to_string(),
                         start: rt.held_since[task],
                         end: now,
