@@ -244,6 +244,46 @@ const MATRIX: &[Row] = &[
     ),
     row("GET", "/api/v1/profiles", "/api/v1/profiles", None, ALL),
     row("GET", "/api/v1/audit", "/api/v1/audit", None, ADMIN_ONLY),
+    // Reports and the ledger: everyone reads their own team's; asking for
+    // another team is answered as if it did not exist, except for admin
+    // and finance, who read every team's.
+    row(
+        "GET",
+        "/api/v1/reports/usage",
+        "/api/v1/reports/usage",
+        None,
+        ALL,
+    ),
+    row(
+        "GET",
+        "/api/v1/reports/usage",
+        "/api/v1/reports/usage?team=ads&format=csv",
+        None,
+        [200, 404, 404, 404, 200, 401, 401, 401],
+    ),
+    row(
+        "GET",
+        "/api/v1/reports/chargeback",
+        "/api/v1/reports/chargeback?month=2026-12",
+        None,
+        ALL,
+    ),
+    row(
+        "GET",
+        "/api/v1/reports/chargeback",
+        "/api/v1/reports/chargeback?team=ads",
+        None,
+        [200, 404, 404, 404, 200, 401, 401, 401],
+    ),
+    row("GET", "/api/v1/ledger", "/api/v1/ledger", None, ALL),
+    row(
+        "GET",
+        "/api/v1/ledger",
+        "/api/v1/ledger?team=ads&format=csv",
+        None,
+        [200, 404, 404, 404, 200, 401, 401, 401],
+    ),
+    row("GET", "/api/v1/prices", "/api/v1/prices", None, ALL),
 ];
 
 /// Fills a row's placeholders with objects made for this cell alone, so

@@ -417,3 +417,50 @@ pub struct AuditList {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub next: String,
 }
+
+/// One row of the usage ledger (`GET /ledger`): a finished hold of one
+/// GPU or MIG slice by one task, charged once, when it ended. Its share is
+/// in 1/7000 GPU: a whole GPU is 7000, a MIG slice of k compute slices
+/// k×1000, a share of m milli 7m. `started_at` and `ended_at` are cluster
+/// time; `recorded_at` is wall time.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LedgerEntry {
+    pub seq: i64,
+    pub hold: String,
+    pub recorded_at: DateTime<Utc>,
+    pub job: String,
+    pub task: String,
+    /// "" when the team has no business unit.
+    pub business_unit: String,
+    pub team: String,
+    pub project: String,
+    pub user: String,
+    pub class: String,
+    pub node: String,
+    pub gpu: i32,
+    pub model: String,
+    pub tier: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_profile: Option<String>,
+    pub share: i64,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// share × held milliseconds.
+    pub share_ms: i64,
+    /// Exact decimals of micro_gpu_hours and cost_micros.
+    pub gpu_hours: String,
+    pub cost: String,
+    pub micro_gpu_hours: i64,
+    pub price_micros: i64,
+    pub cost_micros: i64,
+    pub currency: String,
+}
+
+/// A page of the ledger in order; `next` is the cursor for the following
+/// page (`?after=`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Ledger {
+    pub entries: Vec<LedgerEntry>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next: String,
+}

@@ -10,6 +10,7 @@ pub mod error;
 pub mod jobs;
 pub mod jobspec;
 pub mod openapi;
+pub mod reports;
 
 use std::sync::Arc;
 

@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, accounts, jobs};
+use super::{AppState, accounts, jobs, reports};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -25,7 +25,8 @@ use super::{AppState, accounts, jobs};
     ),
     modifiers(&BearerAuth),
     tags((name = "accounts", description = "teams, projects, users, tokens, the profile catalog, the audit log"),
-         (name = "jobs", description = "submit, list, change, cancel and requeue jobs"))
+         (name = "jobs", description = "submit, list, change, cancel and requeue jobs"),
+         (name = "reports", description = "usage and chargeback reports (a ledger row counts in the period in which it ends), the usage ledger, the price table"))
 )]
 struct ApiDoc;
 
@@ -60,6 +61,10 @@ pub fn api_routes() -> (axum::Router<AppState>, Document) {
         .routes(routes!(accounts::revoke_token))
         .routes(routes!(accounts::list_profiles))
         .routes(routes!(accounts::list_audit))
+        .routes(routes!(reports::usage_report))
+        .routes(routes!(reports::chargeback_report))
+        .routes(routes!(reports::list_ledger))
+        .routes(routes!(reports::price_table))
         .split_for_parts()
 }
 
