@@ -152,7 +152,7 @@ fn hold_strategy() -> impl Strategy<Value = NewHold> {
         prop_oneof![
             (1..=7i64).prop_map(|k| k * 1000), // a MIG slice
             (1..=1000i64).prop_map(|m| m * 7), // a share in milli
-            (1..=8i64).prop_map(|g| g * 7000).prop_map(|s| s.min(7000)), // a whole GPU
+            Just(accounting::SHARE_UNIT),      // a whole GPU
         ],
         0..(58 * 86_400i64),
         1..(2 * 86_400i64),
