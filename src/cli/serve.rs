@@ -35,14 +35,7 @@ pub struct ServeArgs {
 /// Runs the server until SIGTERM or Ctrl-C. The first line on stdout says
 /// where it listens.
 pub fn run(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+    init_logging();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(serve(args, stdout))
 }
@@ -119,4 +112,18 @@ pub(crate) async fn shutdown_signal() {
         () = ctrl_c => tracing::info!("interrupted (Ctrl-C)"),
         () = term => tracing::info!("terminated (SIGTERM)"),
     }
+}
+
+/// Logs to stderr (colour on a terminal), at `RUST_LOG`'s levels or by
+/// default info, sqlx's warnings only. Once per process; a second call
+/// (the tests run many servers in one) keeps the first.
+pub(crate) fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
 }

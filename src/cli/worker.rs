@@ -3,7 +3,6 @@
 //! one worker is active at a time (a PostgreSQL advisory lock); others
 //! wait and take over when it dies.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -57,14 +56,7 @@ pub struct WorkerArgs {
 
 /// Runs the worker until SIGTERM or Ctrl-C.
 pub fn run(args: &WorkerArgs) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+    super::serve::init_logging();
     let opt = args.cluster.options()?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
