@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use partita::accounting::{
-    GroupKey, Hold, Period, PriceItem, PriceTable, Prices, build, micros, parse_group_by,
-    slice_share, usage, write_csv,
+    Charged, GroupKey, Hold, Period, PriceItem, PriceTable, Prices, build_charged, charge, micros,
+    parse_group_by, slice_share, usage, write_csv,
 };
 use proptest::prelude::*;
 
@@ -262,32 +262,39 @@ fn arb_group_by() -> impl Strategy<Value = Vec<GroupKey>> {
 }
 
 proptest! {
-    /// The rows add up to the total and the total to the holds, to the
-    /// micro unit; a period that covers every hold gives each hold's own
-    /// figures, so the total equals the ledger's sum; the CSV says the
-    /// same, with the period in every line.
+    /// Each finished hold is charged once over its own span (`charge`,
+    /// what the worker stores); a report sums what was charged: its rows
+    /// add up to its total and its total to the ledger's, to the micro
+    /// unit, and two consecutive periods add up to the period covering
+    /// both (a hold counts in the period in which it ends); the CSV says
+    /// the same, with the period in every line.
     #[test]
     fn reports_reconcile_exactly(holds in prop::collection::vec(arb_hold(), 0..40), group_by in arb_group_by(), cut in 0..5000i64) {
         let p = Prices::builtin();
-        let now = t(100);
+        let charged: Vec<Charged> = holds
+            .iter()
+            .filter_map(|h| charge(h, &p).map(|(_, usage)| Charged { hold: h.clone(), usage }))
+            .collect();
+        prop_assert_eq!(charged.len(), holds.iter().filter(|h| h.end.is_some()).count(), "an open hold is not charged");
         let everything = Period { from: t(-1), to: t(200) };
-        let rep = build(&holds, everything, now, &group_by, &p);
-        let ledger_gpu_h: i64 = holds.iter().map(|h| usage(h, &everything, now, &p).micro_gpu_hours).sum();
-        let ledger_cost: i64 = holds.iter().map(|h| usage(h, &everything, now, &p).cost_micros).sum();
-        prop_assert_eq!(rep.total.micro_gpu_hours, ledger_gpu_h);
-        prop_assert_eq!(rep.total.cost_micros, ledger_cost);
+        let report = |period: Period| build_charged(&charged, period, &group_by, &p.currency, &p.source);
+        let rep = report(everything);
+        prop_assert_eq!(rep.total.micro_gpu_hours, charged.iter().map(|c| c.usage.micro_gpu_hours).sum::<i64>());
+        prop_assert_eq!(rep.total.cost_micros, charged.iter().map(|c| c.usage.cost_micros).sum::<i64>());
         prop_assert_eq!(rep.rows.iter().map(|r| r.micro_gpu_hours).sum::<i64>(), rep.total.micro_gpu_hours);
         prop_assert_eq!(rep.rows.iter().map(|r| r.cost_micros).sum::<i64>(), rep.total.cost_micros);
         prop_assert_eq!(rep.rows.iter().map(|r| r.holds).sum::<u64>(), rep.total.holds);
-        // A hold's figures do not depend on which covering period asks.
+        // A hold's figures do not depend on which covering period asks:
+        // what `charge` stored is what any report covering it would give.
         let wider = Period { from: t(-1000), to: t(1000) };
-        for h in &holds {
-            prop_assert_eq!(usage(h, &everything, now, &p), usage(h, &wider, now, &p));
+        for c in &charged {
+            prop_assert_eq!(usage(&c.hold, &wider, t(1000), &p), c.usage);
         }
-        // A shorter period never counts more.
-        let part = Period { from: t(0) + Duration::minutes(cut), to: t(200) };
-        let sub = build(&holds, part, now, &group_by, &p);
-        prop_assert!(sub.total.micro_gpu_hours <= rep.total.micro_gpu_hours);
+        // Consecutive periods partition the ledger.
+        let mid = t(0) + Duration::minutes(cut);
+        let (a, b) = (report(Period { from: everything.from, to: mid }), report(Period { from: mid, to: everything.to }));
+        prop_assert_eq!(a.total.cost_micros + b.total.cost_micros, rep.total.cost_micros);
+        prop_assert_eq!(a.total.holds + b.total.holds, rep.total.holds);
 
         let mut buf = Vec::new();
         write_csv(&mut buf, &rep).unwrap();

@@ -1,23 +1,25 @@
-//! Accounting: the price table and the usage and chargeback reports built
-//! from the usage ledger's holds, over a period, grouped by business unit,
-//! team, project, user, GPU model, capacity tier or class. No I/O: the
-//! server reads the holds from PostgreSQL and writes the answer.
+//! Accounting: the price table, what a finished hold of a GPU is charged,
+//! and the usage and chargeback reports summed from those charges over a
+//! period, grouped by business unit, team, project, user, GPU model,
+//! capacity tier or class. No I/O: the worker stores each charge in the
+//! usage ledger, and the server reads the rows back and writes the answer.
 //!
 //! All arithmetic is in integers so that totals reconcile exactly: a
 //! hold's share is in 1/7000 GPU ([`SHARE_UNIT`]: a MIG slice, k/7 of a
 //! GPU, and a share in milli are both whole numbers of it), its length in
-//! milliseconds; each hold clipped to the period becomes whole micro
-//! GPU-hours and whole micro currency units, and only those are summed.
-//! (The Go build's `internal/accounting`, with business units and periods
-//! added.)
+//! milliseconds; a hold is charged once, when it ends ([`charge`]), in
+//! whole micro GPU-hours and whole micro currency units, and a report
+//! only sums those, counting each hold in the period in which it ends.
+//! (The Go build's `internal/accounting`, with business units and
+//! periods added.)
 
 mod prices;
 mod report;
 
 pub use prices::{ANY_MODEL, PriceError, PriceItem, PriceTable, Prices, TIERS};
 pub use report::{
-    Charged, GroupKey, Hold, Period, PeriodError, Report, ReportRow, Usage, build, build_charged,
-    charge, micros, parse_group_by, usage, write_csv,
+    Charged, GroupKey, Hold, Period, PeriodError, Report, ReportRow, Usage, build_charged, charge,
+    micros, parse_group_by, usage, write_csv,
 };
 
 /// A whole GPU in the ledger's share unit: 7 compute slices × 1000 milli.

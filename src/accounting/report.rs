@@ -301,25 +301,6 @@ impl ReportRow {
     }
 }
 
-/// Sums the holds that overlap `period`, each clipped to it, grouped by
-/// `group_by`; rows in the order of their keys.
-pub fn build(
-    holds: &[Hold],
-    period: Period,
-    now: DateTime<Utc>,
-    group_by: &[GroupKey],
-    prices: &Prices,
-) -> Report {
-    let charged = holds.iter().filter_map(|h| {
-        let end = h.end.unwrap_or(now);
-        if end.min(period.to) <= h.start.max(period.from) {
-            return None; // outside the period
-        }
-        Some((h, usage(h, &period, now, prices)))
-    });
-    sum(charged, period, group_by, &prices.currency, &prices.source)
-}
-
 /// A finished hold as the usage ledger stores it: charged once, when it
 /// ended, with [`charge`].
 #[derive(Debug, Clone, PartialEq)]
