@@ -58,6 +58,17 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         }
         Bootstrap::Existing => {}
     }
+    // What an earlier run (stopped, or killed mid-stream) left: every
+    // acknowledged job was committed before its answer, so it is here; the
+    // worker then takes up the unfinished ones (its own log lines).
+    let found = crate::store::found(&database.pool)
+        .await
+        .context("reading what the database holds")?;
+    tracing::info!(
+        jobs = found.jobs(),
+        ledger_rows = found.ledger_rows,
+        "recovered from the database: {found}"
+    );
     let worker = match args.no_worker {
         true => None,
         false => Some(crate::worker::spawn(

@@ -14,3 +14,54 @@ pub mod ledger;
 pub fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
 }
+
+/// What a database holds at start, for the server's first log line about
+/// it: jobs by state (in the order of their life) and ledger rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Found {
+    pub jobs_by_state: Vec<(String, i64)>,
+    pub ledger_rows: i64,
+}
+
+impl Found {
+    pub fn jobs(&self) -> i64 {
+        self.jobs_by_state.iter().map(|(_, n)| n).sum()
+    }
+}
+
+impl std::fmt::Display for Found {
+    /// `12 jobs (3 queued, 2 running, 7 succeeded), 9 ledger rows`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} jobs", self.jobs())?;
+        if !self.jobs_by_state.is_empty() {
+            let states: Vec<String> = self
+                .jobs_by_state
+                .iter()
+                .map(|(s, n)| format!("{n} {s}"))
+                .collect();
+            write!(f, " ({})", states.join(", "))?;
+        }
+        write!(f, ", {} ledger rows", self.ledger_rows)
+    }
+}
+
+/// Counts what [`Found`] says.
+pub async fn found(pool: &sqlx::PgPool) -> sqlx::Result<Found> {
+    let jobs_by_state = sqlx::query!(
+        r#"SELECT state AS "state!", count(*) AS "n!" FROM jobs GROUP BY state
+           ORDER BY array_position(ARRAY['queued', 'admitted', 'running', 'preempted',
+                                         'succeeded', 'failed', 'cancelled'], state)"#
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|r| (r.state, r.n))
+    .collect();
+    let ledger_rows = sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM usage_ledger"#)
+        .fetch_one(pool)
+        .await?;
+    Ok(Found {
+        jobs_by_state,
+        ledger_rows,
+    })
+}
