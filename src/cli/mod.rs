@@ -7,6 +7,7 @@
 //! error (clap's own, or a [`UsageError`] from a run function), 1 for any
 //! other error.
 
+pub mod bench_api;
 pub mod bench_fill;
 pub mod bench_mixed;
 pub mod mig;
@@ -56,13 +57,15 @@ pub struct BenchCommand {
     pub command: BenchSubcommand,
 }
 
-/// The benchmarks. `api` is still to be ported.
+/// The benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchSubcommand {
     /// the FGD fill protocol on the Alibaba trace: unallocated GPUs as the arrived workload grows
     Fill(bench_fill::BenchFillArgs),
     /// inference and training over a simulated week under each scheduler: utilization, waits, guarantees, fairness
     Mixed(bench_mixed::BenchMixedArgs),
+    /// load on a running server: concurrent job submissions over keep-alive connections; submissions/s and latency percentiles
+    Api(bench_api::BenchApiArgs),
 }
 
 impl Command {
@@ -73,6 +76,7 @@ impl Command {
             Command::Bench(b) => match b.command {
                 BenchSubcommand::Fill(_) => "bench fill",
                 BenchSubcommand::Mixed(_) => "bench mixed",
+                BenchSubcommand::Api(_) => "bench api",
             },
             Command::Mig(m) => m.command.error_prefix(),
             Command::Serve(_) => "serve",
@@ -89,6 +93,7 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
         Command::Bench(b) => match &b.command {
             BenchSubcommand::Fill(args) => bench_fill::run(args, stdout, stderr),
             BenchSubcommand::Mixed(args) => bench_mixed::run(args, stdout, stderr),
+            BenchSubcommand::Api(args) => bench_api::run(args, stdout, stderr),
         },
         Command::Mig(m) => mig::run(m, stdout),
         Command::Serve(args) => serve::run(args, stdout),
