@@ -128,8 +128,14 @@ pub async fn save(conn: &mut PgConnection, t: Nanos, speed: f64) -> Result<(), s
 /// seen in the last 10 s (else the clock stands still). `None` before any
 /// worker started the clock.
 pub async fn cluster_now(conn: &mut PgConnection) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    // One round trip (every submission asks): the clock's rows, each with
+    // whether an active worker was seen lately (an uncorrelated subquery,
+    // evaluated once).
     let rows = sqlx::query!(
-        "SELECT key, value FROM meta WHERE key IN ('epoch', 'clock', 'clock_wall', 'speed')"
+        r#"SELECT key, value,
+                  EXISTS (SELECT 1 FROM workers
+                          WHERE active AND heartbeat_at > now() - interval '10 seconds') AS "live!"
+           FROM meta WHERE key IN ('epoch', 'clock', 'clock_wall', 'speed')"#
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -140,11 +146,7 @@ pub async fn cluster_now(conn: &mut PgConnection) -> Result<Option<DateTime<Utc>
     ) else {
         return Ok(None);
     };
-    let live = sqlx::query_scalar!(
-        r#"SELECT EXISTS (SELECT 1 FROM workers WHERE active AND heartbeat_at > now() - interval '10 seconds') AS "live!""#
-    )
-    .fetch_one(&mut *conn)
-    .await?;
+    let live = rows.first().is_some_and(|r| r.live);
     let mut t = clock;
     if live
         && let (Some(wall), Some(speed)) = (

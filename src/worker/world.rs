@@ -767,14 +767,7 @@ impl World {
     }
 
     fn reconfigure(&mut self, rc: &Reconfig) {
-        let Some(i) = self.st.lookup(&rc.node) else {
-            tracing::error!(node = %rc.node, "reconfigure: unknown node");
-            return;
-        };
-        if self.st.node(i).gpus().get(rc.gpu).is_none() {
-            tracing::error!(node = %rc.node, gpu = rc.gpu, "reconfigure: no such GPU");
-            return;
-        }
+        // An unknown node or GPU is among repartition's errors, named.
         if let Err(e) = self.st.repartition(&rc.node, rc.gpu, rc.mig, &rc.layout) {
             tracing::error!(node = %rc.node, gpu = rc.gpu, error = %e, "reconfigure");
             return;
