@@ -5,6 +5,7 @@
 //! expired one or a disabled user is refused at once.
 
 use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
@@ -77,34 +78,46 @@ impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        let secret = header.strip_prefix("Bearer ").unwrap_or("").trim();
-        if secret.is_empty() {
-            return Err(ApiError::unauthorized(
-                "missing token: send Authorization: Bearer <token>",
-            ));
-        }
-        let Some(found) = accounts::token_owner(&state.pool, &token_hash(secret)).await? else {
-            return Err(ApiError::unauthorized("invalid or revoked token"));
-        };
-        if found.revoked {
-            return Err(ApiError::unauthorized("invalid or revoked token"));
-        }
-        if found.expired {
-            return Err(ApiError::unauthorized(
-                "token expired: ask an admin for a new one",
-            ));
-        }
-        if found.disabled {
-            return Err(ApiError::unauthorized(format!(
-                "user {} is disabled",
-                found.principal.user
-            )));
-        }
-        Ok(found.principal)
+        let secret = bearer_secret(&parts.headers)?;
+        let found = accounts::token_owner(&state.pool, &token_hash(secret)).await?;
+        usable(found)
     }
+}
+
+/// The secret of the `Authorization: Bearer` header.
+pub fn bearer_secret(headers: &HeaderMap) -> Result<&str, ApiError> {
+    let header = headers
+        .get(AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let secret = header.strip_prefix("Bearer ").unwrap_or("").trim();
+    if secret.is_empty() {
+        return Err(ApiError::unauthorized(
+            "missing token: send Authorization: Bearer <token>",
+        ));
+    }
+    Ok(secret)
+}
+
+/// The caller, if their token may be used: it exists, is neither revoked
+/// nor expired, and its user is not disabled.
+pub fn usable(found: Option<accounts::TokenOwner>) -> Result<Principal, ApiError> {
+    let Some(found) = found else {
+        return Err(ApiError::unauthorized("invalid or revoked token"));
+    };
+    if found.revoked {
+        return Err(ApiError::unauthorized("invalid or revoked token"));
+    }
+    if found.expired {
+        return Err(ApiError::unauthorized(
+            "token expired: ask an admin for a new one",
+        ));
+    }
+    if found.disabled {
+        return Err(ApiError::unauthorized(format!(
+            "user {} is disabled",
+            found.principal.user
+        )));
+    }
+    Ok(found.principal)
 }

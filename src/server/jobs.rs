@@ -20,11 +20,12 @@ use utoipa::IntoParams;
 
 use super::AppState;
 use super::accounts::{actor, query_int};
-use super::auth::{LEADS, Principal, SUBMITTERS};
+use super::auth::{LEADS, Principal, SUBMITTERS, bearer_secret, usable};
 use super::decode::RawJson;
 use super::error::{ApiError, ApiResult};
 use super::jobspec;
 use crate::api::{self, ROLE_ADMIN, ROLE_MEMBER, STATE_QUEUED, STATES, terminal};
+use crate::db::bootstrap::token_hash;
 use crate::store::accounts;
 use crate::store::audit::{self, Change};
 use crate::store::jobs::{self, JobFilter, JobRow, JobSpec, NewJob, Submitted};
@@ -104,12 +105,28 @@ fn job_view(j: &JobRow) -> ApiResult<api::Job> {
     security(("bearer" = [])))]
 pub async fn submit(
     State(state): State<AppState>,
-    who: Principal,
     headers: HeaderMap,
     body: RawJson,
 ) -> ApiResult<Response> {
+    // One query reads the caller, the team and the project; so the body is
+    // read first (for their names), but its errors are told only after the
+    // caller's, as on every other route.
+    let secret = bearer_secret(&headers)?;
+    let decoded: ApiResult<api::SubmitRequest> = body.decode();
+    let (team_name, project_name) = match &decoded {
+        Ok(r) => (r.team.as_str(), jobspec::project_or_default(&r.project)),
+        Err(_) => ("", jobspec::project_or_default("")),
+    };
+    let context =
+        accounts::submission_context(&state.pool, &token_hash(secret), team_name, project_name)
+            .await?;
+    let (owner, team, project_id) = match context {
+        Some(c) => (Some(c.owner), c.team, c.project_id),
+        None => (None, None, None),
+    };
+    let who = usable(owner)?;
     who.require(SUBMITTERS, "submit jobs")?;
-    let mut req: api::SubmitRequest = body.decode()?;
+    let mut req = decoded?;
     if let Some(h) = headers.get("Idempotency-Key") {
         let h = String::from_utf8_lossy(h.as_bytes()).into_owned();
         if !req.idempotency_key.is_empty() && req.idempotency_key != h {
@@ -139,7 +156,7 @@ pub async fn submit(
             format!("team: {:?} is not your team ({})", req.team, who.team),
         ));
     }
-    let Some(team) = accounts::team(&state.pool, &req.team).await? else {
+    let Some(team) = team else {
         return Err(ApiError::bad_request(
             "team",
             format!("team: {:?} does not exist", req.team),
@@ -148,14 +165,14 @@ pub async fn submit(
     jobspec::check_texts(&team, &mut req)?;
     req.class = jobspec::team_class(&team, &req.class, "class")?;
     let mut spec = jobspec::build_spec(&req, &team, &state.cluster.capacity)?;
-    let project_id = accounts::project_id(&state.pool, team.id, &req.project)
-        .await?
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "project",
-                format!("project: {:?} does not exist", req.project),
-            )
-        })?;
+    // check_texts found the project among the team's; it was read with the
+    // caller, unless it went in between.
+    let project_id = project_id.ok_or_else(|| {
+        ApiError::bad_request(
+            "project",
+            format!("project: {:?} does not exist", req.project),
+        )
+    })?;
 
     // The hash covers the resolved request (team, project and class filled
     // in) and the user, so a replay must say the same thing.
@@ -183,7 +200,11 @@ pub async fn submit(
         request: serde_json::from_slice(&canonical).map_err(|e| ApiError::internal(&e))?,
         idempotency,
     };
-    let (status, id) = match jobs::submit(&state.pool, &job, &who.user, &team.name).await? {
+    let stored = state
+        .jobs
+        .submit(job.clone(), &who.user, &team.name)
+        .await?;
+    let (status, id) = match stored.outcome {
         Submitted::Created(id) => (StatusCode::CREATED, id),
         Submitted::Replayed(id) => (StatusCode::OK, id),
         Submitted::Conflict(id) => {
@@ -194,9 +215,33 @@ pub async fn submit(
             ));
         }
     };
-    let row = jobs::get(&state.pool, &id)
-        .await?
-        .ok_or_else(|| ApiError::internal(&"the job vanished"))?;
+    // A new job is answered from what was just written; a replayed one
+    // (or one written alone after its batch failed) is read back.
+    let row = match (status, stored.seq, stored.submitted_at) {
+        (StatusCode::CREATED, Some(seq), Some(submitted_at)) => JobRow {
+            seq,
+            id: job.id,
+            name: job.name,
+            team: team.name.clone(),
+            team_id: team.id,
+            project: req.project.clone(),
+            user: who.user.clone(),
+            class: job.class,
+            state: STATE_QUEUED.to_string(),
+            reason: jobs::queued_reason(&team.name),
+            spec: job.spec,
+            request: job.request,
+            submitted_at,
+            started_at: None,
+            finished_at: None,
+            attempts: 0,
+            requeue_requested_at: None,
+            cancel_requested_at: None,
+        },
+        _ => jobs::get(&state.pool, &id)
+            .await?
+            .ok_or_else(|| ApiError::internal(&"the job vanished"))?,
+    };
     let mut response = (status, Json(job_view(&row)?)).into_response();
     if status == StatusCode::CREATED {
         if let Ok(v) = HeaderValue::from_str(&format!("{}/jobs/{id}", api::PREFIX)) {

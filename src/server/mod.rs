@@ -27,6 +27,7 @@ use sqlx::PgPool;
 
 use crate::api;
 use crate::db;
+use crate::store::group_commit::JobWriter;
 use cluster::ClusterShape;
 use error::ApiError;
 
@@ -36,12 +37,16 @@ pub struct AppState {
     pub pool: PgPool,
     /// What submissions are checked against.
     pub cluster: Arc<ClusterShape>,
+    /// Where submissions are written, together (group commit).
+    pub jobs: JobWriter,
 }
 
 impl AppState {
-    /// A state on `pool` with the built-in demo cluster's shape.
+    /// A state on `pool` with the built-in demo cluster's shape. Starts
+    /// the submissions' writer task, so it needs a tokio runtime.
     pub fn new(pool: PgPool) -> AppState {
         AppState {
+            jobs: JobWriter::spawn(pool.clone()),
             pool,
             cluster: Arc::new(ClusterShape::demo()),
         }

@@ -44,6 +44,80 @@ pub async fn token_owner(pool: &PgPool, hash: &[u8]) -> sqlx::Result<Option<Toke
     }))
 }
 
+/// What a submission needs to know, read in one round trip (submissions
+/// are the API's hot path): the token's owner, the team the job is for
+/// (`team`, or the owner's own when empty) and the id of its project
+/// `project` in that team.
+#[derive(Debug)]
+pub struct SubmissionContext {
+    pub owner: TokenOwner,
+    pub team: Option<TeamRow>,
+    pub project_id: Option<i64>,
+}
+
+/// Reads a [`SubmissionContext`]; None when no token has this hash.
+pub async fn submission_context(
+    pool: &PgPool,
+    hash: &[u8],
+    team: &str,
+    project: &str,
+) -> sqlx::Result<Option<SubmissionContext>> {
+    let row = sqlx::query!(
+        r#"SELECT k.id AS token_id, u.id AS user_id, u.name AS user_name, u.role, u.disabled,
+                  ut.id AS "own_team_id?", ut.name AS "own_team_name?",
+                  k.revoked_at IS NOT NULL AS "revoked!",
+                  COALESCE(k.expires_at <= now(), false) AS "expired!",
+                  t.id AS "team_id?", t.name AS "team_name?", t.guarantee_milli AS "guarantee_milli?",
+                  t.burst_milli AS "burst_milli?", t.weight AS "weight?", t.classes AS "classes?",
+                  b.name AS "business_unit?",
+                  ARRAY(SELECT p.name FROM projects p WHERE p.team_id = t.id ORDER BY p.name) AS "projects!",
+                  (SELECT p.id FROM projects p WHERE p.team_id = t.id AND p.name = $3) AS "project_id?"
+           FROM api_tokens k
+           JOIN users u ON u.id = k.user_id
+           LEFT JOIN teams ut ON ut.id = u.team_id
+           LEFT JOIN teams t ON t.name = COALESCE(NULLIF($2, ''), ut.name)
+           LEFT JOIN business_units b ON b.id = t.business_unit_id
+           WHERE k.token_sha256 = $1"#,
+        hash,
+        team,
+        project
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| {
+        let team = match (r.team_id, r.team_name) {
+            (Some(id), Some(name)) => Some(TeamRow {
+                id,
+                name,
+                guarantee_milli: r.guarantee_milli.unwrap_or(0),
+                burst_milli: r.burst_milli.unwrap_or(0),
+                weight: r.weight.unwrap_or(0.0),
+                classes: r.classes.unwrap_or_default(),
+                business_unit: r.business_unit,
+                projects: r.projects,
+            }),
+            _ => None,
+        };
+        SubmissionContext {
+            owner: TokenOwner {
+                principal: Principal {
+                    user_id: r.user_id,
+                    user: r.user_name,
+                    role: r.role,
+                    team: r.own_team_name.unwrap_or_default(),
+                    team_id: r.own_team_id,
+                    token_id: r.token_id,
+                },
+                revoked: r.revoked,
+                expired: r.expired,
+                disabled: r.disabled,
+            },
+            team,
+            project_id: r.project_id,
+        }
+    }))
+}
+
 /// A team as stored, with its business unit's name and its projects.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TeamRow {

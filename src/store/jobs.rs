@@ -90,7 +90,7 @@ pub async fn submit(
         job.user_id,
         job.name,
         job.class,
-        format!("in team {team}'s queue"),
+        queued_reason(team),
         job.spec,
         job.request,
         key,
@@ -116,7 +116,7 @@ pub async fn submit(
     };
     for (state, reason) in [
         ("submitted", format!("by {user}")),
-        ("queued", format!("in team {team}'s queue")),
+        ("queued", queued_reason(team)),
     ] {
         sqlx::query!(
             "INSERT INTO job_events (job_seq, at, state, reason, clock) VALUES ($1, $2, $3, $4, 'cluster')",
@@ -130,6 +130,11 @@ pub async fn submit(
     }
     tx.commit().await?;
     Ok(Submitted::Created(job.id.clone()))
+}
+
+/// Why a new job waits: it is in its team's queue.
+pub fn queued_reason(team: &str) -> String {
+    format!("in team {team}'s queue")
 }
 
 /// Appends an event in wall time (the API's clock).

@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod group_commit;
 pub mod jobs;
 pub mod ledger;
 

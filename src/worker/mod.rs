@@ -204,8 +204,9 @@ async fn active(
     let clock = clock::Clock::new(epoch, base, opt.speed);
     let mut world = build_world(opt, clock.now())?;
     world.set_teams(store::teams(&mut conn).await?);
-    let unfinished = store::jobs(&mut conn, epoch, false, &[]).await?;
-    let (mut queued, mut holding) = (0, 0);
+    let mut since = store::xmin(&mut conn).await?;
+    let unfinished = store::unfinished_jobs(&mut conn, epoch).await?;
+    let (mut queued, mut holding) = (0_usize, 0_usize);
     for rec in unfinished {
         if rec.state == world::QUEUED {
             queued += 1;
@@ -223,8 +224,9 @@ async fn active(
         cluster_time_s = base / SECOND,
         "worker: recovered from the database"
     );
+    let mut stats = JobStats::new(queued + holding);
     // Whatever recovery changed (a placement lost) is written at once.
-    tick(&mut conn, &mut world, &clock, opt, false).await?;
+    tick(&mut conn, &mut world, &clock, opt, None).await?;
     loop {
         let wait = match world.next_timer() {
             Some(at) => clock.wall_until(at).min(opt.tick),
@@ -244,7 +246,8 @@ async fn active(
             tracing::info!(worker = %opt.id, "worker: stopped");
             return Ok(());
         }
-        tick(&mut conn, &mut world, &clock, opt, true).await?;
+        let added = tick(&mut conn, &mut world, &clock, opt, Some(&mut since)).await?;
+        stats.added(&mut conn, added).await?;
     }
 }
 
@@ -267,23 +270,31 @@ fn build_world(opt: &Options, now: Nanos) -> anyhow::Result<World> {
 }
 
 /// One tick: take up what the database says changed, advance to the
-/// cluster time now, run a cycle, write it all in one transaction.
+/// cluster time now, run a cycle, write it all in one transaction. With
+/// `since` (the mark of the previous read of new jobs, moved on here) it
+/// reads the database's changes first; without, it only writes.
 async fn tick(
     conn: &mut PgConnection,
     world: &mut World,
     clock: &clock::Clock,
     opt: &Options,
-    read: bool,
-) -> anyhow::Result<()> {
+    since: Option<&mut i64>,
+) -> anyhow::Result<usize> {
     let mut tx = conn.begin().await?;
     let mut changed = false;
-    if read {
+    let mut added = 0;
+    let read = since.is_some();
+    if let Some(since) = since {
         world.set_teams(store::teams(&mut tx).await?);
-        let known = world.seqs();
-        for rec in store::jobs(&mut tx, clock.epoch, true, &known).await? {
-            world.add(rec);
-            changed = true;
+        let mark = store::xmin(&mut tx).await?;
+        for rec in store::new_jobs(&mut tx, clock.epoch, *since).await? {
+            if !world.knows(rec.seq) {
+                world.add(rec);
+                changed = true;
+                added += 1;
+            }
         }
+        *since = mark;
     }
     let now = clock.now();
     world.advance(now);
@@ -306,8 +317,42 @@ async fn tick(
     let changes = world.take_changes();
     store::write(&mut tx, clock, world.now(), &changes, &opt.id).await?;
     tx.commit().await?;
-    let _ = opt;
-    Ok(())
+    Ok(added)
+}
+
+/// Keeps PostgreSQL's statistics of `jobs` up to date while it grows fast.
+/// The worker's reads are planned from them at each tick (see
+/// `store::become_active`); without any, PostgreSQL takes a column such as
+/// `cancel_requested_by` to be nearly never NULL and scans the whole table
+/// for the rare cancel request, every tick. Autovacuum analyzes a table
+/// at most once a minute (its default `autovacuum_naptime`), an age when
+/// a burst of submissions grows `jobs` from nothing to tens of thousands
+/// of rows; so the worker analyzes it itself each time the jobs it has
+/// taken in since the last time outnumber those it knew then.
+struct JobStats {
+    known: usize,
+    added: usize,
+}
+
+impl JobStats {
+    /// The least growth worth an ANALYZE (it samples at most 30,000 rows,
+    /// tens of milliseconds).
+    const MIN_GROWTH: usize = 1000;
+
+    fn new(known: usize) -> JobStats {
+        JobStats { known, added: 0 }
+    }
+
+    async fn added(&mut self, conn: &mut PgConnection, n: usize) -> anyhow::Result<()> {
+        self.added += n;
+        if self.added < self.known.max(Self::MIN_GROWTH) {
+            return Ok(());
+        }
+        store::analyze_jobs(conn).await?;
+        self.known += self.added;
+        self.added = 0;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -36,25 +36,52 @@ pub async fn teams(conn: &mut PgConnection) -> Result<Vec<Team>, sqlx::Error> {
         .collect())
 }
 
-/// Unfinished jobs: every one (`only_queued` false, at start), or the
-/// queued ones not in `known` (each tick: new submissions). In submission
-/// order.
-pub async fn jobs(
+/// The oldest transaction still running, as a mark for [`new_jobs`]:
+/// every job a read after this call cannot see was inserted by a
+/// transaction at or above it (`migrations/0006_new_job_window.sql`).
+pub async fn xmin(conn: &mut PgConnection) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar!(r#"SELECT pg_snapshot_xmin(pg_current_snapshot())::text::int8 AS "xmin!""#)
+        .fetch_one(&mut *conn)
+        .await
+}
+
+/// Every unfinished job (at start), in submission order.
+pub async fn unfinished_jobs(
     conn: &mut PgConnection,
     epoch: DateTime<Utc>,
-    only_queued: bool,
-    known: &[i64],
+) -> Result<Vec<JobRecord>, sqlx::Error> {
+    jobs(conn, epoch, false, 0).await
+}
+
+/// The queued jobs inserted by transactions at or above `since` (an
+/// [`xmin`] taken before the previous read), in submission order: every
+/// job submitted since then, and some already known (the caller skips
+/// those).
+pub async fn new_jobs(
+    conn: &mut PgConnection,
+    epoch: DateTime<Utc>,
+    since: i64,
+) -> Result<Vec<JobRecord>, sqlx::Error> {
+    jobs(conn, epoch, true, since).await
+}
+
+async fn jobs(
+    conn: &mut PgConnection,
+    epoch: DateTime<Utc>,
+    only_new: bool,
+    since: i64,
 ) -> Result<Vec<JobRecord>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT j.seq, j.id, t.name AS team, j.team_id, p.name AS project, j.project_id,
                   j.user_id, j.class, j.state, j.reason, j.spec, j.submitted_at, j.started_at,
                   j.attempts, j.runtime
            FROM jobs j JOIN teams t ON t.id = j.team_id JOIN projects p ON p.id = j.project_id
-           WHERE (j.state = 'queued' OR (NOT $1 AND j.state IN ('admitted', 'running', 'preempted')))
-             AND j.seq <> ALL ($2)
+           WHERE CASE WHEN $1
+                      THEN j.state = 'queued' AND j.created_xid >= $2::int8::text::xid8
+                      ELSE j.state IN ('queued', 'admitted', 'running', 'preempted') END
            ORDER BY j.seq"#,
-        only_queued,
-        known
+        only_new,
+        since
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -85,6 +112,16 @@ pub async fn jobs(
     Ok(out)
 }
 
+/// Refreshes PostgreSQL's statistics of `jobs` (see the worker's
+/// `JobStats`).
+pub async fn analyze_jobs(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query!("ANALYZE jobs").execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// The states of a job that is not finished.
+const UNFINISHED: [&str; 4] = ["queued", "admitted", "running", "preempted"];
+
 /// A cancel or requeue request on an unfinished job.
 #[derive(Debug)]
 pub struct Request {
@@ -97,9 +134,12 @@ pub struct Request {
 pub async fn requests(conn: &mut PgConnection) -> Result<Vec<Request>, sqlx::Error> {
     let rows = sqlx::query!(
         "SELECT seq, cancel_requested_by, requeue_requested_by FROM jobs
-         WHERE state NOT IN ('succeeded', 'failed', 'cancelled')
+         WHERE state = ANY ($1)
            AND (cancel_requested_by IS NOT NULL OR requeue_requested_by IS NOT NULL)
-         ORDER BY seq"
+         ORDER BY seq",
+        // A parameter, so that the plan is made at each run (see
+        // `become_active`): a statement without one keeps its first plan.
+        &UNFINISHED.map(String::from)[..]
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -123,22 +163,31 @@ pub async fn write(
     changes: &Changes,
     worker_id: &str,
 ) -> Result<(), sqlx::Error> {
-    for u in &changes.jobs {
-        let runtime = serde_json::to_value(&u.runtime).map_err(|e| bad_row(u.seq, e))?;
+    if !changes.jobs.is_empty() {
+        // One statement for every changed job (a busy tick changes
+        // thousands).
+        let j = &changes.jobs;
+        let mut runtimes = Vec::with_capacity(j.len());
+        for u in j {
+            runtimes.push(serde_json::to_value(&u.runtime).map_err(|e| bad_row(u.seq, e))?);
+        }
         sqlx::query!(
-            "UPDATE jobs SET state = $2, reason = $3, started_at = $4, finished_at = $5,
-                attempts = $6, runtime = $7,
-                requeue_requested_by = CASE WHEN $8 THEN NULL ELSE requeue_requested_by END,
-                requeue_requested_at = CASE WHEN $8 THEN NULL ELSE requeue_requested_at END
-             WHERE seq = $1",
-            u.seq,
-            u.state,
-            u.reason,
-            u.started.map(|t| clock.at(t)),
-            u.finished.map(|t| clock.at(t)),
-            u.attempts,
-            runtime,
-            u.requeue_done,
+            "UPDATE jobs SET state = u.state, reason = u.reason, started_at = u.started_at,
+                finished_at = u.finished_at, attempts = u.attempts, runtime = u.runtime,
+                requeue_requested_by = CASE WHEN u.requeue_done THEN NULL ELSE requeue_requested_by END,
+                requeue_requested_at = CASE WHEN u.requeue_done THEN NULL ELSE requeue_requested_at END
+             FROM UNNEST($1::int8[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[],
+                         $6::int4[], $7::jsonb[], $8::bool[])
+                  AS u(seq, state, reason, started_at, finished_at, attempts, runtime, requeue_done)
+             WHERE jobs.seq = u.seq",
+            &j.iter().map(|u| u.seq).collect::<Vec<_>>(),
+            &j.iter().map(|u| u.state.clone()).collect::<Vec<_>>(),
+            &j.iter().map(|u| u.reason.clone()).collect::<Vec<_>>(),
+            &j.iter().map(|u| u.started.map(|t| clock.at(t))).collect::<Vec<_>>() as &[Option<DateTime<Utc>>],
+            &j.iter().map(|u| u.finished.map(|t| clock.at(t))).collect::<Vec<_>>() as &[Option<DateTime<Utc>>],
+            &j.iter().map(|u| u.attempts).collect::<Vec<_>>(),
+            &runtimes,
+            &j.iter().map(|u| u.requeue_done).collect::<Vec<_>>(),
         )
         .execute(&mut *conn)
         .await?;
@@ -263,6 +312,14 @@ pub async fn heartbeat_standby(
 /// only active one; a dead worker's row says active until then) and
 /// forgets workers not seen for a day.
 pub async fn become_active(conn: &mut PgConnection, worker_id: &str) -> Result<(), sqlx::Error> {
+    // The worker's queries run a few times a second on tables that grow
+    // fast (from empty, on a new database): a plan PostgreSQL cached while
+    // `jobs` had ten rows (a sequential scan) would stay until the next
+    // autovacuum's ANALYZE, a minute on, scanning thousands of rows each
+    // tick. Planned at each run instead (a fraction of a millisecond).
+    sqlx::query!("SET plan_cache_mode = force_custom_plan")
+        .execute(&mut *conn)
+        .await?;
     sqlx::query!(
         "UPDATE workers SET active = (id = $1) WHERE active OR id = $1",
         worker_id

@@ -215,11 +215,6 @@ impl World {
         self.jobs.contains_key(&seq)
     }
 
-    /// The unfinished jobs' seqs.
-    pub fn seqs(&self) -> Vec<i64> {
-        self.jobs.keys().copied().collect()
-    }
-
     /// Whether any job waits for a start.
     pub fn any_pending(&self) -> bool {
         self.jobs
