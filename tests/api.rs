@@ -640,6 +640,93 @@ async fn idempotent_replay_answers_the_same_job_and_another_body_is_a_conflict()
     assert_eq!(w.count("jobs").await, 3);
 }
 
+/// Submissions arriving together are written together (one batch, one
+/// commit): each still gets its own answer. Distinct keys make distinct
+/// jobs; a key repeated with the same request answers with its job; a key
+/// repeated with another request is refused (409) and stores nothing; the
+/// answer to a new job is what reading it back gives.
+#[tokio::test]
+async fn submissions_written_together_each_get_their_own_answer() {
+    let w = world().await;
+    let member = w.token("member").unwrap().to_string();
+    let mut handles = Vec::new();
+    for i in 0..40 {
+        let app = w.app.clone();
+        let token = member.clone();
+        // Keys k0..k9, four submissions each; the fourth of k0..k4 asks
+        // for another GPU count.
+        let key = format!("k{}", i % 10);
+        let count = if i >= 30 && i % 10 < 5 { 2 } else { 1 };
+        handles.push(tokio::spawn(async move {
+            let body = json!({"name": key, "gpu": {"count": count}, "duration": "1h"});
+            let a = call_raw(
+                &app,
+                "POST",
+                "/api/v1/jobs",
+                Some(&token),
+                Some(serde_json::to_vec(&body).unwrap()),
+                &[("Idempotency-Key", key.as_str())],
+            )
+            .await;
+            (key, count, a.status, a.body)
+        }));
+    }
+    let mut created = std::collections::BTreeMap::new();
+    let mut answers = Vec::new();
+    for h in handles {
+        let (key, count, status, body) = h.await.unwrap();
+        if status == StatusCode::CREATED {
+            assert!(
+                created.insert(key.clone(), body.clone()).is_none(),
+                "{key} made two jobs"
+            );
+        }
+        answers.push((key, count, status, body));
+    }
+    assert_eq!(created.len(), 10, "one job per key");
+    assert_eq!(w.count("jobs").await, 10);
+    assert_eq!(
+        w.count("job_events").await,
+        20,
+        "submitted and queued, each"
+    );
+    for (key, count, status, body) in &answers {
+        let first = &created[key];
+        let first_count = first["gpus"].as_f64().unwrap() as i64;
+        if *count == first_count {
+            assert!(
+                *status == StatusCode::CREATED || *status == StatusCode::OK,
+                "{key}: {status} {body}"
+            );
+            assert_eq!(body["id"], first["id"], "{key}");
+        } else {
+            assert_eq!(*status, StatusCode::CONFLICT, "{key}: {body}");
+            assert_eq!(body["field"], "idempotency_key");
+        }
+    }
+    // A new job's answer is built from what was written, not read back:
+    // it must equal the stored job.
+    for first in created.values() {
+        let id = first["id"].as_str().unwrap();
+        let mut got = call(
+            &w.app,
+            "GET",
+            &format!("/api/v1/jobs/{id}"),
+            Some(&member),
+            None,
+        )
+        .await;
+        assert_eq!(got.status, StatusCode::OK);
+        let stored = got.body.as_object_mut().unwrap();
+        stored.remove("events");
+        let mut answered = first.as_object().unwrap().clone();
+        answered.remove("events");
+        for (k, v) in &answered {
+            assert_eq!(stored.get(k), Some(v), "{id}: field {k}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn paging_returns_every_job_once_newest_first() {
     let w = world().await;

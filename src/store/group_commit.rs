@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 
@@ -98,9 +98,12 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Pending>) {
 /// the batch's order.
 async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Stored>> {
     let mut conn = pool.acquire().await?;
+    // In microseconds, as PostgreSQL keeps it: the answer shows the time
+    // that reading the job back shows.
     let submitted_at = crate::worker::clock::cluster_now(&mut conn)
         .await?
-        .unwrap_or_else(Utc::now);
+        .unwrap_or_else(Utc::now)
+        .trunc_subsecs(6);
     let n = batch.len();
     let mut ids = Vec::with_capacity(n);
     let mut team_ids = Vec::with_capacity(n);
