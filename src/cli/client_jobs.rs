@@ -8,7 +8,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use chrono::Utc;
 use partita_engine::numfmt::{format_fixed, format_g};
 use serde_json::{Map, Value};
 
@@ -344,8 +343,8 @@ fn show_job(client: &Client, json: bool, id: &str, stdout: &mut dyn Write) -> an
         writeln!(tw, "{}\t{}\t{}\t{}", t.name, t.gpu, node, gpus)?;
     }
     // Go's table has no clock column: its events are all in cluster time.
-    // Here the API records some (submitted, cancel requested) in wall time
-    // and the worker the others in cluster time, and each says which.
+    // Here the API records the requests (cancel, requeue) in wall time
+    // beside the cluster-time transitions, and each event says which.
     writeln!(tw, "\nTIME\tCLOCK\tEVENT\tREASON")?;
     for e in &j.events {
         writeln!(
@@ -379,18 +378,13 @@ pub fn queue(args: &QueueArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         return write_json(stdout, &answer);
     }
     let queue: views::Queue = client.queue(&q)?;
-    write_queue(&queue, Utc::now(), stdout)
+    write_queue(&queue, stdout)
 }
 
-/// The queue as Go's table. WAITING is how long since submission; Go
-/// counts it to the cluster's now, but a submission's time here is wall
-/// time (the API records it) and the cluster's clock runs faster, so it is
-/// counted to the wall clock's `now`.
-pub fn write_queue(
-    queue: &views::Queue,
-    now: chrono::DateTime<Utc>,
-    stdout: &mut dyn Write,
-) -> anyhow::Result<()> {
+/// The queue as Go's table. WAITING is how long since submission, to the
+/// cluster's now: a job's submission time is cluster time too (the API
+/// stores it so; the scheduler ages jobs by it).
+pub fn write_queue(queue: &views::Queue, stdout: &mut dyn Write) -> anyhow::Result<()> {
     let mut tw = table(stdout);
     writeln!(
         tw,
@@ -410,7 +404,7 @@ pub fn write_queue(
                 e.job,
                 e.class,
                 format_fixed(e.gpus, 2),
-                ago(e.submitted_at, now),
+                ago(e.submitted_at, queue.clock.now),
                 est,
                 shorten(&e.slot.reason, 60)
             )?;
@@ -599,12 +593,6 @@ mod tests {
         assert!(format!("{err:#}").contains("reading"), "{err:#}");
     }
 
-    fn at(s: &str) -> chrono::DateTime<Utc> {
-        chrono::DateTime::parse_from_rfc3339(s)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
-
     #[test]
     fn the_queue_prints_as_gos_table() {
         let q: views::Queue = serde_json::from_str(
@@ -618,7 +606,7 @@ mod tests {
         )
         .unwrap();
         let mut out = Vec::new();
-        write_queue(&q, at("2026-03-01T12:00:00Z"), &mut out).unwrap();
+        write_queue(&q, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "TEAM    POS  JOB    CLASS       GPUS  WAITING  EST. START  REASON\n\
