@@ -6,6 +6,7 @@
 pub mod accounting;
 pub mod api;
 pub mod cli;
+pub mod client;
 pub mod db;
 pub mod output;
 pub mod server;

@@ -29,12 +29,6 @@ use serde::Serialize;
 use super::usage_error;
 use crate::output::write_json;
 
-/// Where the CLI looks when neither `--server` nor `PARTITA_SERVER` says.
-pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8080";
-/// Where the CLI looks for a token when neither `--token` nor
-/// `PARTITA_TOKEN` gives one.
-pub const DEFAULT_TOKEN_FILE: &str = "partita-data/admin.token";
-
 /// How long one request may take before it counts as an error (Go's
 /// `http.Client.Timeout`).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,9 +41,13 @@ pub struct BenchApiArgs {
     #[arg(long, default_value = "")]
     pub server: String,
 
-    /// API token (default $PARTITA_TOKEN or ./partita-data/admin.token)
+    /// API token (default DIR/admin.token with --data-dir, else $PARTITA_TOKEN, else ./partita-data/admin.token)
     #[arg(long, default_value = "")]
     pub token: String,
+
+    /// the server's data dir: use the admin token it wrote there (DIR/admin.token)
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
 
     /// clients submitting at once
     #[arg(long, default_value_t = 32, allow_negative_numbers = true)]
@@ -92,62 +90,6 @@ pub struct ApiBenchResult {
     pub max_ms: f64,
 }
 
-/// The server's base URL (no trailing slash) and the token, resolved as
-/// Go's `client.Resolve`: the flag, else the environment, else the
-/// default.
-pub fn resolve(server: &str, token: &str) -> anyhow::Result<(String, String)> {
-    let mut server = server.to_string();
-    if server.is_empty() {
-        server = std::env::var("PARTITA_SERVER").unwrap_or_default();
-    }
-    if server.is_empty() {
-        server = DEFAULT_SERVER.to_string();
-    }
-    if !server.contains("://") {
-        server = format!("http://{server}");
-    }
-    let mut token = token.to_string();
-    if token.is_empty() {
-        token = std::env::var("PARTITA_TOKEN").unwrap_or_default();
-    }
-    if token.is_empty() {
-        token = std::fs::read_to_string(DEFAULT_TOKEN_FILE)
-            .map_err(|_| {
-                usage_error(
-                    "no token: pass --token, set PARTITA_TOKEN, or run where ./partita-data/admin.token is",
-                )
-            })?
-            .trim()
-            .to_string();
-    }
-    Ok((server.trim_end_matches('/').to_string(), token))
-}
-
-/// Host and port of an `http://` base URL, and the path prefix after it.
-fn split_base(base: &str) -> anyhow::Result<(String, String)> {
-    let rest = base.strip_prefix("http://").ok_or_else(|| {
-        usage_error(format!(
-            "--server {base}: only http:// servers (no TLS in the load generator)"
-        ))
-    })?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if authority.is_empty() {
-        return Err(usage_error(format!("--server {base}: no host")));
-    }
-    let authority = if authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| !p.contains(']'))
-    {
-        authority.to_string()
-    } else {
-        format!("{authority}:80")
-    };
-    Ok((authority, path.to_string()))
-}
-
 /// Runs `bench api`: a usage error (exit 2) for bad flags, an error (exit
 /// 1) when no submission was acknowledged, after printing the result.
 pub fn run(
@@ -155,11 +97,16 @@ pub fn run(
     stdout: &mut dyn Write,
     _stderr: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let (base, token) = resolve(&args.server, &args.token)?;
+    let r = super::client::resolve(
+        Some(&args.server),
+        Some(&args.token),
+        args.data_dir.as_deref(),
+    )?;
+    let (base, token) = (r.base, r.token);
     if args.concurrency < 1 || args.duration <= 0 {
         return Err(usage_error("--concurrency and --duration must be positive"));
     }
-    let (authority, prefix) = split_base(&base)?;
+    let (authority, prefix) = crate::client::split_base(&base).map_err(usage_error)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let load = Load {
         authority,
@@ -332,38 +279,5 @@ impl Load {
             let _ = connection.await;
         });
         Some(sender)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_urls_split_into_authority_and_path() {
-        assert_eq!(
-            split_base("http://127.0.0.1:8080").unwrap(),
-            ("127.0.0.1:8080".into(), String::new())
-        );
-        assert_eq!(
-            split_base("http://example.org/partita").unwrap(),
-            ("example.org:80".into(), "/partita".into())
-        );
-        assert_eq!(
-            split_base("http://[::1]:9000").unwrap(),
-            ("[::1]:9000".into(), String::new())
-        );
-        assert_eq!(
-            split_base("http://[::1]").unwrap(),
-            ("[::1]:80".into(), String::new())
-        );
-        assert!(split_base("https://example.org").is_err());
-    }
-
-    #[test]
-    fn flags_resolve_before_the_environment() {
-        let (server, token) = resolve("127.0.0.1:9/", "t").unwrap();
-        assert_eq!(server, "http://127.0.0.1:9");
-        assert_eq!(token, "t");
     }
 }

@@ -10,6 +10,9 @@
 pub mod bench_api;
 pub mod bench_fill;
 pub mod bench_mixed;
+pub mod client;
+pub mod client_admin;
+pub mod client_jobs;
 pub mod mig;
 pub mod serve;
 pub mod sim;
@@ -37,14 +40,31 @@ pub struct Cli {
 /// The top-level subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// client: teams, projects, users, tokens and the audit log (partita admin teams|projects|users|tokens|audit …)
+    Admin(client_admin::AdminCommand),
     /// benchmarks: fill (FGD protocol on the Alibaba trace), mixed (inference + training), api (server load)
     Bench(BenchCommand),
+    /// client: cancel jobs (partita cancel ID...)
+    Cancel(client_jobs::IdsArgs),
+    /// client: the cluster's nodes, GPUs, MIG slices and utilization
+    Cluster(client_jobs::ClusterArgs),
+    /// client: list jobs, or show one with its events (partita jobs ID)
+    Jobs(client_jobs::JobsArgs),
     /// MIG geometry: list layouts, check where a profile fits
     Mig(mig::MigCommand),
+    /// client: queued jobs with positions and estimated starts
+    Queue(client_jobs::QueueArgs),
+    /// client: usage or chargeback report (partita report usage|chargeback)
+    Report(client_admin::ReportCommand),
+    /// client: put jobs that hold resources back in their team's queue (partita requeue ID...)
+    Requeue(client_jobs::IdsArgs),
     /// the server on PostgreSQL: the JSON API, the background worker and the virtual cluster
     Serve(serve::ServeArgs),
     /// a small demo: place a mixed inference and training workload with several policies
     Sim(sim::SimArgs),
+    /// client: submit a job to a running server
+    // Boxed: its many flags would make every command as large.
+    Submit(Box<client_jobs::SubmitArgs>),
     /// the background worker alone: queued jobs to placements on the virtual cluster (one active at a time)
     Worker(worker::WorkerArgs),
 }
@@ -73,6 +93,14 @@ impl Command {
     /// (`bench fill: ...`, `partita mig fit: ...`).
     pub fn error_prefix(&self) -> &'static str {
         match self {
+            Command::Admin(a) => a.command.error_prefix(),
+            Command::Cancel(_) => "cancel",
+            Command::Cluster(_) => "cluster",
+            Command::Jobs(_) => "jobs",
+            Command::Queue(_) => "queue",
+            Command::Report(r) => r.command.error_prefix(),
+            Command::Requeue(_) => "requeue",
+            Command::Submit(_) => "submit",
             Command::Bench(b) => match b.command {
                 BenchSubcommand::Fill(_) => "bench fill",
                 BenchSubcommand::Mixed(_) => "bench mixed",
@@ -90,6 +118,18 @@ impl Command {
 /// diagnostics to `stderr`; errors are returned for `main` to print.
 pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow::Result<()> {
     match &cli.command {
+        Command::Admin(a) => client_admin::admin(a, stdout, stderr),
+        Command::Cancel(args) => {
+            client_jobs::change_jobs(args, client_jobs::JobAction::Cancel, stdout)
+        }
+        Command::Cluster(args) => client_jobs::cluster(args, stdout),
+        Command::Jobs(args) => client_jobs::jobs(args, stdout),
+        Command::Queue(args) => client_jobs::queue(args, stdout),
+        Command::Report(r) => client_admin::report(r, stdout),
+        Command::Requeue(args) => {
+            client_jobs::change_jobs(args, client_jobs::JobAction::Requeue, stdout)
+        }
+        Command::Submit(args) => client_jobs::submit(args, stdout),
         Command::Bench(b) => match &b.command {
             BenchSubcommand::Fill(args) => bench_fill::run(args, stdout, stderr),
             BenchSubcommand::Mixed(args) => bench_mixed::run(args, stdout, stderr),

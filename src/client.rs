@@ -1,0 +1,743 @@
+//! A small client of Partita's HTTP API, for the CLI commands (the Go
+//! build's `go/internal/client`): one server, one token, JSON in and out,
+//! and the server's error answers as [`ClientError::Api`] with its message
+//! and field.
+//!
+//! It is blocking to its callers (the CLI runs one request after another)
+//! and runs hyper's HTTP/1.1 client connection, already in the tree
+//! through axum, on a runtime of its own. Plain `http://` only: there is no
+//! TLS client in the tree, so an `https://` server is refused up front
+//! with a message saying so.
+//!
+//! The typed calls return the types of [`crate::api`]. Three answers have
+//! no type there yet: `GET /queue` and `GET /cluster` (being added to the
+//! server elsewhere, with the Go build's shapes) and the reports (whose
+//! server type only serialises); [`views`] mirrors them.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{Method, Request, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api;
+
+/// How long one request may take (Go's `http.Client.Timeout`).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most of an answer read (Go's `io.LimitReader(resp.Body, 64<<20)`).
+const MAX_ANSWER: usize = 64 << 20;
+
+/// What went wrong with a call.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered 4xx or 5xx: its status, message and field.
+    #[error("{}", api_error_text(*.status, .message, .field))]
+    Api {
+        status: u16,
+        message: String,
+        /// The request field at fault, or "".
+        field: String,
+    },
+    /// No answer: the connection failed, or it took too long.
+    #[error("{method} {url}: {reason}")]
+    Transport {
+        method: Method,
+        url: String,
+        reason: String,
+    },
+    /// An answer that is not the JSON expected.
+    #[error("{method} {path}: answer is not the expected JSON: {reason}")]
+    Decode {
+        method: Method,
+        path: String,
+        reason: String,
+    },
+}
+
+/// "400 Bad Request: gpu.mig: ... (field gpu.mig)": the status in words,
+/// the server's message, and the field when the message does not already
+/// start with it.
+fn api_error_text(status: u16, message: &str, field: &str) -> String {
+    let reason = StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    let mut text = format!("{status} {reason}: {message}");
+    if !field.is_empty() && !message.starts_with(&format!("{field}:")) {
+        text.push_str(&format!(" (field {field})"));
+    }
+    text
+}
+
+/// Host and port of an `http://` base URL, and the path prefix after it
+/// ("" or "/partita"). An error says what is wrong with the address.
+pub fn split_base(base: &str) -> Result<(String, String), String> {
+    let Some(rest) = base.strip_prefix("http://") else {
+        return Err(format!(
+            "--server {base}: only http:// servers (this client has no TLS; reach an https server through a local proxy)"
+        ));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if authority.is_empty() {
+        return Err(format!("--server {base}: no host"));
+    }
+    // A port after the last colon, unless that colon is inside an IPv6
+    // address's brackets.
+    let authority = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.contains(']'))
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    Ok((authority, path.trim_end_matches('/').to_string()))
+}
+
+/// Percent-encodes `s` for a path segment or a query value: everything
+/// but the unreserved characters of RFC 3986.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A query string from name, value pairs, skipping empty values (Go's
+/// `query`): "" or "?a=1&b=x%2Cy".
+pub fn query(pairs: &[(&str, &str)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", escape(v)))
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", parts.join("&"))
+    }
+}
+
+/// Talks to one server with one token.
+pub struct Client {
+    /// "http://127.0.0.1:8080", for messages.
+    base: String,
+    /// host:port to connect to.
+    authority: String,
+    /// The server URL's path, put before every request's path.
+    prefix: String,
+    token: String,
+    /// Where the token came from ("--token", a file), named when the
+    /// server refuses it.
+    token_from: String,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Client {
+    /// A client of the server at `base` (an `http://` URL without a
+    /// trailing slash) with `token`. An error says what is wrong with the
+    /// address.
+    pub fn new(base: &str, token: &str) -> Result<Client, String> {
+        let (authority, prefix) = split_base(base)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the async runtime: {e}"))?;
+        Ok(Client {
+            base: base.to_string(),
+            authority,
+            prefix,
+            token: token.to_string(),
+            token_from: String::new(),
+            runtime,
+        })
+    }
+
+    /// Says where the token came from, for the message of a 401.
+    pub fn with_token_from(mut self, from: &str) -> Client {
+        self.token_from = from.to_string();
+        self
+    }
+
+    /// Sends a request (with a JSON body when `body` is Some) and decodes
+    /// its JSON answer.
+    pub fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(impl Serialize + ?Sized)>,
+    ) -> Result<T, ClientError> {
+        let body = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| ClientError::Decode {
+                method: method.clone(),
+                path: path.to_string(),
+                reason: format!("the request: {e}"),
+            })?;
+        let data = self.send(method.clone(), path, body)?;
+        serde_json::from_slice(&data).map_err(|e| ClientError::Decode {
+            method,
+            path: path.to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// A GET whose JSON answer is decoded into `T`.
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.call(Method::GET, path, None::<&()>)
+    }
+
+    /// A GET whose answer is returned as it is (CSV reports).
+    pub fn get_raw(&self, path: &str) -> Result<Bytes, ClientError> {
+        self.send(Method::GET, path, None)
+    }
+
+    /// Sends one request on a connection of its own; the answer's body
+    /// for a 2xx or 3xx, else [`ClientError::Api`].
+    pub fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Bytes, ClientError> {
+        let transport = |reason: String| ClientError::Transport {
+            method: method.clone(),
+            url: format!("{}{path}", self.base),
+            reason,
+        };
+        let exchange = self.exchange(method.clone(), path, body);
+        let (status, data) = self
+            .runtime
+            .block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, exchange).await })
+            .map_err(|_| transport(format!("no answer within {REQUEST_TIMEOUT:?}")))?
+            .map_err(transport)?;
+        if status.as_u16() >= 400 {
+            // The API's error body; anything else (a proxy's page) is
+            // shown as it is.
+            let (mut message, field) = match serde_json::from_slice::<api::Error>(&data) {
+                Ok(e) if !e.error.is_empty() => (e.error, e.field),
+                _ => (
+                    String::from_utf8_lossy(&data).trim().to_string(),
+                    String::new(),
+                ),
+            };
+            if status == StatusCode::UNAUTHORIZED && !self.token_from.is_empty() {
+                message.push_str(&format!(" (the token from {})", self.token_from));
+            }
+            return Err(ClientError::Api {
+                status: status.as_u16(),
+                message,
+                field,
+            });
+        }
+        Ok(data)
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<(StatusCode, Bytes), String> {
+        let stream = tokio::net::TcpStream::connect(&self.authority)
+            .await
+            .map_err(|e| format!("connecting to {}: {e}", self.authority))?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            // Ends when the sender is dropped or the server closes it.
+            let _ = connection.await;
+        });
+        let mut req = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.prefix))
+            .header(header::HOST, &self.authority)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(header::ACCEPT, "application/json");
+        if body.is_some() {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| e.to_string())?;
+        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let data = Limited::new(resp.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| format!("reading the answer: {e}"))?
+            .to_bytes();
+        Ok((status, data))
+    }
+
+    /// `POST /jobs` with `body` (a [`api::SubmitRequest`] or a JSON object
+    /// of one): an [`api::Job`].
+    pub fn submit<T: DeserializeOwned>(&self, body: &impl Serialize) -> Result<T, ClientError> {
+        self.call(Method::POST, &format!("{}/jobs", api::PREFIX), Some(body))
+    }
+
+    /// `GET /jobs` with a query string from [`query`]: an [`api::JobList`].
+    pub fn jobs<T: DeserializeOwned>(&self, query: &str) -> Result<T, ClientError> {
+        self.get(&format!("{}/jobs{query}", api::PREFIX))
+    }
+
+    /// `GET /jobs/{id}`: a [`views::ShownJob`], the job with its events
+    /// (and its queue slot and placements, when the server sends them).
+    pub fn job<T: DeserializeOwned>(&self, id: &str) -> Result<T, ClientError> {
+        self.get(&job_path(id, ""))
+    }
+
+    /// `POST /jobs/{id}/cancel`: the [`api::Job`].
+    pub fn cancel<T: DeserializeOwned>(&self, id: &str) -> Result<T, ClientError> {
+        self.call(Method::POST, &job_path(id, "/cancel"), None::<&()>)
+    }
+
+    /// `POST /jobs/{id}/requeue`: the [`api::Job`].
+    pub fn requeue<T: DeserializeOwned>(&self, id: &str) -> Result<T, ClientError> {
+        self.call(Method::POST, &job_path(id, "/requeue"), None::<&()>)
+    }
+
+    /// `GET /queue`: a [`views::Queue`].
+    pub fn queue<T: DeserializeOwned>(&self, query: &str) -> Result<T, ClientError> {
+        self.get(&format!("{}/queue{query}", api::PREFIX))
+    }
+
+    /// `GET /cluster`: a [`views::Cluster`].
+    pub fn cluster<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
+        self.get(&format!("{}/cluster", api::PREFIX))
+    }
+
+    /// `GET /reports/{kind}` (usage or chargeback) as JSON: a
+    /// [`views::Report`].
+    pub fn report<T: DeserializeOwned>(&self, kind: &str, query: &str) -> Result<T, ClientError> {
+        self.get(&format!("{}/reports/{kind}{query}", api::PREFIX))
+    }
+
+    /// `GET /teams`: a `Vec<`[`api::Team`]`>`.
+    pub fn teams<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
+        self.get(&format!("{}/teams", api::PREFIX))
+    }
+
+    /// `POST /teams`: the new [`api::Team`].
+    pub fn create_team<T: DeserializeOwned>(
+        &self,
+        req: &api::TeamRequest,
+    ) -> Result<T, ClientError> {
+        self.call(Method::POST, &format!("{}/teams", api::PREFIX), Some(req))
+    }
+
+    /// `PATCH /teams/{team}`: the [`api::Team`].
+    pub fn update_team<T: DeserializeOwned>(
+        &self,
+        team: &str,
+        req: &api::TeamRequest,
+    ) -> Result<T, ClientError> {
+        let path = format!("{}/teams/{}", api::PREFIX, escape(team));
+        self.call(Method::PATCH, &path, Some(req))
+    }
+
+    /// `GET /teams/{team}/projects`: a `Vec<`[`api::Project`]`>`.
+    pub fn projects<T: DeserializeOwned>(&self, team: &str) -> Result<T, ClientError> {
+        self.get(&format!("{}/teams/{}/projects", api::PREFIX, escape(team)))
+    }
+
+    /// `POST /teams/{team}/projects`: the new [`api::Project`].
+    pub fn create_project<T: DeserializeOwned>(
+        &self,
+        team: &str,
+        name: &str,
+    ) -> Result<T, ClientError> {
+        let path = format!("{}/teams/{}/projects", api::PREFIX, escape(team));
+        let req = api::ProjectRequest {
+            name: name.to_string(),
+        };
+        self.call(Method::POST, &path, Some(&req))
+    }
+
+    /// `GET /users`: a `Vec<`[`api::User`]`>`.
+    pub fn users<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
+        self.get(&format!("{}/users", api::PREFIX))
+    }
+
+    /// `POST /users`: the new [`api::User`].
+    pub fn create_user<T: DeserializeOwned>(
+        &self,
+        req: &api::UserRequest,
+    ) -> Result<T, ClientError> {
+        self.call(Method::POST, &format!("{}/users", api::PREFIX), Some(req))
+    }
+
+    /// `PATCH /users/{user}`: the [`api::User`].
+    pub fn update_user<T: DeserializeOwned>(
+        &self,
+        user: &str,
+        req: &api::UserPatch,
+    ) -> Result<T, ClientError> {
+        let path = format!("{}/users/{}", api::PREFIX, escape(user));
+        self.call(Method::PATCH, &path, Some(req))
+    }
+
+    /// `GET /tokens`: a `Vec<`[`api::Token`]`>`.
+    pub fn tokens<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
+        self.get(&format!("{}/tokens", api::PREFIX))
+    }
+
+    /// `POST /users/{user}/tokens`: an [`api::NewToken`], with its secret.
+    pub fn create_token<T: DeserializeOwned>(
+        &self,
+        user: &str,
+        req: &api::TokenRequest,
+    ) -> Result<T, ClientError> {
+        let path = format!("{}/users/{}/tokens", api::PREFIX, escape(user));
+        self.call(Method::POST, &path, Some(req))
+    }
+
+    /// `DELETE /tokens/{id}`: the revoked [`api::Token`].
+    pub fn revoke_token<T: DeserializeOwned>(&self, id: &str) -> Result<T, ClientError> {
+        let path = format!("{}/tokens/{}", api::PREFIX, escape(id));
+        self.call(Method::DELETE, &path, None::<&()>)
+    }
+
+    /// `GET /audit` with a query string from [`query`]: an
+    /// [`api::AuditList`].
+    pub fn audit<T: DeserializeOwned>(&self, query: &str) -> Result<T, ClientError> {
+        self.get(&format!("{}/audit{query}", api::PREFIX))
+    }
+}
+
+fn job_path(id: &str, action: &str) -> String {
+    format!("{}/jobs/{}{action}", api::PREFIX, escape(id))
+}
+
+/// Answers that have no type in [`crate::api`] (yet), mirroring the Go
+/// build's `go/internal/api` shapes. Unknown fields are ignored, so a
+/// server that sends more still decodes. When the server's own types for
+/// the queue and the cluster land in `src/api`, these give way to them.
+pub mod views {
+    use chrono::{DateTime, Utc};
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer};
+
+    use crate::api;
+
+    /// The cluster's clock (Go's `api.Clock`): its now, cluster time, and
+    /// how much faster than the wall clock it runs.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Clock {
+        pub now: DateTime<Utc>,
+        pub speed: f64,
+    }
+
+    /// A queued job's place (Go's `api.QueueSlot`).
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct QueueSlot {
+        /// In its team's queue; 1 is next.
+        pub position: i64,
+        #[serde(default)]
+        pub reason: String,
+        /// Cluster time; absent when the projection does not reach it.
+        #[serde(default)]
+        pub estimated_start: Option<DateTime<Utc>>,
+        /// The same in wall-clock seconds from now.
+        #[serde(default)]
+        pub wait_seconds: Option<f64>,
+    }
+
+    /// `GET /queue` (Go's `api.Queue`): every queued job by team, in the
+    /// order the scheduler considers them.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Queue {
+        pub clock: Clock,
+        #[serde(default)]
+        pub teams: Vec<TeamQueue>,
+    }
+
+    /// One team's queued jobs (Go's `api.TeamQueue`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct TeamQueue {
+        pub team: String,
+        #[serde(default)]
+        pub jobs: Vec<QueueEntry>,
+    }
+
+    /// One queued job (Go's `api.QueueEntry`, which embeds `QueueSlot`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct QueueEntry {
+        pub job: String,
+        #[serde(default)]
+        pub name: String,
+        #[serde(default)]
+        pub project: String,
+        pub class: String,
+        pub gpus: f64,
+        pub submitted_at: DateTime<Utc>,
+        #[serde(flatten)]
+        pub slot: QueueSlot,
+    }
+
+    /// `GET /cluster` (Go's `api.Cluster`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Cluster {
+        pub clock: Clock,
+        pub gpus: i64,
+        pub utilization: Utilization,
+        #[serde(default)]
+        pub nodes: Vec<Node>,
+    }
+
+    /// In GPUs and as a share of all GPUs (Go's `api.Utilization`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Utilization {
+        pub allocated_gpus: f64,
+        pub useful_gpus: f64,
+        pub allocated: f64,
+        pub useful: f64,
+        pub queued_jobs: i64,
+        pub running_jobs: i64,
+    }
+
+    /// One machine (Go's `api.Node`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Node {
+        pub name: String,
+        #[serde(default)]
+        pub gpus: Vec<Gpu>,
+    }
+
+    /// One GPU (Go's `api.GPU`): whole or shared in milli with MIG off,
+    /// split into slices with MIG on.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Gpu {
+        pub index: i64,
+        pub model: String,
+        #[serde(default)]
+        pub mig: bool,
+        /// A MIG change is in flight.
+        #[serde(default)]
+        pub cordoned: bool,
+        /// MIG off: the milli held.
+        #[serde(default, rename = "used_milli")]
+        pub used: i64,
+        #[serde(default)]
+        pub slices: Vec<Slice>,
+    }
+
+    /// One MIG instance; busy without a job: another team's task.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Slice {
+        /// "3g.40gb@4".
+        pub slice: String,
+        #[serde(default)]
+        pub busy: bool,
+        #[serde(default)]
+        pub job: String,
+    }
+
+    /// `GET /jobs/{id}`: the job, and what the Go build also sends when
+    /// the server has it: the queue slot of a queued job and where each
+    /// task runs (absent from the Rust server's answers so far).
+    #[derive(Debug, Clone)]
+    pub struct ShownJob {
+        pub job: api::Job,
+        pub queue: Option<QueueSlot>,
+        /// One per task, in the order of `job.tasks`.
+        pub placements: Vec<Option<Placement>>,
+    }
+
+    /// The parts of a job answer that [`api::Job`] has no field for.
+    #[derive(Deserialize)]
+    struct Extras {
+        #[serde(default)]
+        queue: Option<QueueSlot>,
+        #[serde(default)]
+        tasks: Vec<TaskPlacement>,
+    }
+
+    impl<'de> Deserialize<'de> for ShownJob {
+        /// Reads the answer twice: as an [`api::Job`], and for the extras
+        /// (serde's flatten cannot give the tasks to both).
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ShownJob, D::Error> {
+            let v = serde_json::Value::deserialize(d)?;
+            let job = api::Job::deserialize(&v).map_err(D::Error::custom)?;
+            let extras = Extras::deserialize(&v).map_err(D::Error::custom)?;
+            Ok(ShownJob {
+                job,
+                queue: extras.queue,
+                placements: extras.tasks.into_iter().map(|t| t.placement).collect(),
+            })
+        }
+    }
+
+    /// A task's placement, when the answer has one.
+    #[derive(Deserialize)]
+    struct TaskPlacement {
+        #[serde(default)]
+        placement: Option<Placement>,
+    }
+
+    /// What a task holds on one node (Go's `api.Placement`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Placement {
+        pub node: String,
+        #[serde(default)]
+        pub grants: Vec<Grant>,
+    }
+
+    /// One GPU's part of a placement (Go's `api.Grant`).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Grant {
+        pub gpu: i64,
+        pub model: String,
+        #[serde(default)]
+        pub slice: String,
+        #[serde(default)]
+        pub milli: i64,
+    }
+
+    /// A usage or chargeback report (the server's
+    /// `accounting::Report`, which only serialises).
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Report {
+        pub from: DateTime<Utc>,
+        pub to: DateTime<Utc>,
+        pub group_by: Vec<String>,
+        pub currency: String,
+        #[serde(default)]
+        pub prices: String,
+        #[serde(default)]
+        pub rows: Vec<ReportRow>,
+        pub total: ReportRow,
+    }
+
+    /// One group's usage; the keys not grouped on are absent.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct ReportRow {
+        #[serde(default)]
+        pub business_unit: Option<String>,
+        #[serde(default)]
+        pub team: Option<String>,
+        #[serde(default)]
+        pub project: Option<String>,
+        #[serde(default)]
+        pub user: Option<String>,
+        #[serde(default)]
+        pub model: Option<String>,
+        #[serde(default)]
+        pub tier: Option<String>,
+        #[serde(default)]
+        pub class: Option<String>,
+        pub gpu_hours: String,
+        pub cost: String,
+        pub holds: u64,
+    }
+
+    impl ReportRow {
+        /// The value of the group key `key` ("team", "model", ...).
+        pub fn key(&self, key: &str) -> Option<&str> {
+            let v = match key {
+                "business_unit" => &self.business_unit,
+                "team" => &self.team,
+                "project" => &self.project,
+                "user" => &self.user,
+                "model" => &self.model,
+                "tier" => &self.tier,
+                "class" => &self.class,
+                _ => return None,
+            };
+            v.as_deref()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_urls_split_into_authority_and_path() {
+        assert_eq!(
+            split_base("http://127.0.0.1:8080").unwrap(),
+            ("127.0.0.1:8080".into(), String::new())
+        );
+        assert_eq!(
+            split_base("http://example.org/partita/").unwrap(),
+            ("example.org:80".into(), "/partita".into())
+        );
+        assert_eq!(
+            split_base("http://[::1]:9000").unwrap(),
+            ("[::1]:9000".into(), String::new())
+        );
+        assert_eq!(
+            split_base("http://[::1]").unwrap(),
+            ("[::1]:80".into(), String::new())
+        );
+        let err = split_base("https://example.org").unwrap_err();
+        assert!(err.contains("only http://"), "{err}");
+        assert!(split_base("http:///x").is_err());
+    }
+
+    #[test]
+    fn queries_escape_values_and_skip_empty_ones() {
+        assert_eq!(query(&[("team", ""), ("limit", "")]), "");
+        assert_eq!(
+            query(&[("state", "queued,running"), ("team", ""), ("user", "a b/c")]),
+            "?state=queued%2Crunning&user=a%20b%2Fc"
+        );
+        assert_eq!(escape("job-00ff_x.y~"), "job-00ff_x.y~");
+        assert_eq!(escape("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn api_errors_name_the_status_the_message_and_the_field() {
+        let e = ClientError::Api {
+            status: 400,
+            message: "gpu.mig: no such profile".into(),
+            field: "gpu.mig".into(),
+        };
+        assert_eq!(e.to_string(), "400 Bad Request: gpu.mig: no such profile");
+        let e = ClientError::Api {
+            status: 409,
+            message: "the key was used with another request".into(),
+            field: "idempotency_key".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "409 Conflict: the key was used with another request (field idempotency_key)"
+        );
+        let e = ClientError::Api {
+            status: 404,
+            message: "job \"x\" not found".into(),
+            field: String::new(),
+        };
+        assert_eq!(e.to_string(), "404 Not Found: job \"x\" not found");
+    }
+
+    #[test]
+    fn a_shown_job_reads_the_go_builds_extra_fields_when_present() {
+        let body = r#"{"id":"job-1","team":"t","project":"default","user":"u","class":"batch",
+            "state":"queued","gpus":1,"tasks":[{"name":"job-1-0","cpu_milli":1000,"memory_mib":1024,"gpu":"1 GPU",
+            "placement":{"node":"h100-0","tier":"t","grants":[{"gpu":3,"model":"H100-80GB","milli":1000}]}}],
+            "submitted_at":"2026-01-02T03:04:05Z","attempts":0,
+            "queue":{"position":2,"reason":"waiting for quota","wait_seconds":12.5,"estimated_start":"2026-01-02T04:00:00Z"}}"#;
+        let j: views::ShownJob = serde_json::from_str(body).unwrap();
+        assert_eq!(j.job.id, "job-1");
+        assert_eq!(j.job.tasks[0].gpu, "1 GPU");
+        let q = j.queue.unwrap();
+        assert_eq!((q.position, q.wait_seconds), (2, Some(12.5)));
+        let p = j.placements[0].as_ref().unwrap();
+        assert_eq!((p.node.as_str(), p.grants[0].gpu), ("h100-0", 3));
+    }
+}
