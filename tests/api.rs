@@ -1069,6 +1069,97 @@ async fn every_admin_and_lead_change_is_audited_with_before_and_after() {
     assert_eq!(seen, total);
 }
 
+/// Tokens' owners and teams are kept in memory by each server process;
+/// a change made elsewhere (another server process, a person at psql)
+/// reaches it through PostgreSQL's notice within moments.
+#[tokio::test]
+async fn account_changes_made_elsewhere_reach_every_server() {
+    let w = world().await;
+    // A second server process on the same database.
+    let other = partita::server::app(partita::server::AppState::new(w.pool.clone()));
+    let member = w.token("member");
+    let until = |app: axum::Router,
+                 path: &'static str,
+                 token: Option<&'static str>,
+                 want: StatusCode| async move {
+        for _ in 0..100 {
+            if call(&app, "GET", path, token, None).await.status == want {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        false
+    };
+    let member: Option<&'static str> = member.map(|t| &*t.to_string().leak());
+    // Both have read the member (and keep them).
+    for app in [&w.app, &other] {
+        assert_eq!(
+            call(app, "GET", "/api/v1/whoami", member, None)
+                .await
+                .status,
+            StatusCode::OK
+        );
+    }
+    // Disabled through the first: refused by the second.
+    let a = call(
+        &w.app,
+        "PATCH",
+        "/api/v1/users/mia",
+        w.token("admin"),
+        Some(json!({"disabled": true})),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert!(
+        until(
+            other.clone(),
+            "/api/v1/whoami",
+            member,
+            StatusCode::UNAUTHORIZED
+        )
+        .await
+    );
+    // Enabled at psql: both let them in again.
+    sqlx::query("UPDATE users SET disabled = false WHERE name = 'mia'")
+        .execute(&w.pool)
+        .await
+        .unwrap();
+    assert!(until(other.clone(), "/api/v1/whoami", member, StatusCode::OK).await);
+    assert!(until(w.app.clone(), "/api/v1/whoami", member, StatusCode::OK).await);
+    // A class taken from the team at psql is refused on submission.
+    let submit = |app: axum::Router| async move {
+        call(
+            &app,
+            "POST",
+            "/api/v1/jobs",
+            member,
+            Some(json!({"gpu": {"count": 1}, "class": "batch"})),
+        )
+        .await
+    };
+    assert_eq!(submit(other.clone()).await.status, StatusCode::CREATED);
+    sqlx::query("UPDATE teams SET classes = ARRAY['production'] WHERE name = 'search'")
+        .execute(&w.pool)
+        .await
+        .unwrap();
+    let mut refused = None;
+    for _ in 0..100 {
+        let a = submit(other.clone()).await;
+        if a.status != StatusCode::CREATED {
+            refused = Some(a);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let a = refused.expect("the class change reached the second server");
+    assert_eq!(
+        (a.status, a.body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("class")),
+        "{}",
+        a.body
+    );
+}
+
 #[tokio::test]
 async fn disabled_users_and_expired_tokens_are_refused_and_admins_keep_themselves() {
     let w = world().await;

@@ -168,7 +168,7 @@ pub async fn create_team(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -220,7 +220,7 @@ pub async fn patch_team(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok(Json(view))
 }
 
@@ -380,7 +380,7 @@ pub async fn create_project(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -480,7 +480,7 @@ pub async fn create_user(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -536,7 +536,7 @@ pub async fn patch_user(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok(Json(view))
 }
 
@@ -623,7 +623,7 @@ pub async fn create_token(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok((
         StatusCode::CREATED,
         Json(api::NewToken {
@@ -684,7 +684,7 @@ pub async fn revoke_token(
         },
     )
     .await?;
-    tx.commit().await?;
+    commit_change(&state, tx).await?;
     Ok(Json(view))
 }
 
@@ -780,4 +780,16 @@ pub fn query_int(
             format!("{name}: {v:?} must be a whole number from {lo} to {hi}"),
         )),
     }
+}
+
+/// Commits an account change and forgets at once the accounts this
+/// process holds in memory, so that the change holds from the next
+/// request on (other processes hear of it through PostgreSQL's notice).
+async fn commit_change(
+    state: &AppState,
+    tx: sqlx::Transaction<'_, sqlx::Postgres>,
+) -> Result<(), ApiError> {
+    tx.commit().await?;
+    state.accounts.forget();
+    Ok(())
 }

@@ -21,30 +21,13 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
-use crate::store::accounts::{TeamRow, TokenOwner};
+use crate::store::accounts::{TeamProjects, TokenOwner};
 
 /// The PostgreSQL notification channel of account changes.
 pub const CHANNEL: &str = "partita_accounts";
 
 /// The longest an entry is trusted.
 pub const MAX_AGE: Duration = Duration::from_secs(60);
-
-/// A team as a submission needs it: the row and its projects' ids.
-#[derive(Debug, Clone)]
-pub struct CachedTeam {
-    pub team: TeamRow,
-    /// (name, id) of each project.
-    pub project_ids: Vec<(String, i64)>,
-}
-
-impl CachedTeam {
-    pub fn project_id(&self, name: &str) -> Option<i64> {
-        self.project_ids
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|&(_, id)| id)
-    }
-}
 
 #[derive(Debug, Default)]
 pub struct AccountsCache {
@@ -59,7 +42,7 @@ struct Inner {
     /// database is kept only if none happened since the read began.
     generation: u64,
     tokens: HashMap<Vec<u8>, (Instant, TokenOwner)>,
-    teams: HashMap<String, (Instant, CachedTeam)>,
+    teams: HashMap<String, (Instant, TeamProjects)>,
 }
 
 /// Taken before reading the database; lets [`AccountsCache::keep_token`]
@@ -81,7 +64,7 @@ impl AccountsCache {
         (inner.listening && at.elapsed() < MAX_AGE).then(|| owner.clone())
     }
 
-    pub fn team(&self, name: &str) -> Option<CachedTeam> {
+    pub fn team(&self, name: &str) -> Option<TeamProjects> {
         let inner = self.lock();
         let (at, team) = inner.teams.get(name)?;
         (inner.listening && at.elapsed() < MAX_AGE).then(|| team.clone())
@@ -101,7 +84,7 @@ impl AccountsCache {
         }
     }
 
-    pub fn keep_team(&self, ticket: Ticket, team: &CachedTeam) {
+    pub fn keep_team(&self, ticket: Ticket, team: &TeamProjects) {
         let mut inner = self.lock();
         if ticket.0 == Some(inner.generation) && inner.listening {
             inner

@@ -1,8 +1,9 @@
 //! Who is calling: `Authorization: Bearer <token>`, looked up by the
 //! token's SHA-256, and what their role lets them do.
 //!
-//! Every request reads the database (no cache), so a revoked token, an
-//! expired one or a disabled user is refused at once.
+//! The owner is read from the database, or from the in-memory copy that
+//! account changes clear (`accounts_cache.rs`), so a revoked token, an
+//! expired one or a disabled user is refused from the next request on.
 
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
@@ -78,8 +79,15 @@ impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let secret = bearer_secret(&parts.headers)?;
-        let found = accounts::token_owner(&state.pool, &token_hash(secret)).await?;
+        let hash = token_hash(bearer_secret(&parts.headers)?);
+        if let Some(owner) = state.accounts.token(&hash) {
+            return usable(Some(owner));
+        }
+        let ticket = state.accounts.ticket();
+        let found = accounts::token_owner(&state.pool, &hash).await?;
+        if let Some(owner) = &found {
+            state.accounts.keep_token(ticket, &hash, owner);
+        }
         usable(found)
     }
 }
@@ -108,7 +116,7 @@ pub fn usable(found: Option<accounts::TokenOwner>) -> Result<Principal, ApiError
     if found.revoked {
         return Err(ApiError::unauthorized("invalid or revoked token"));
     }
-    if found.expired {
+    if found.expired() {
         return Err(ApiError::unauthorized(
             "token expired: ask an admin for a new one",
         ));

@@ -26,7 +26,7 @@ use super::error::{ApiError, ApiResult};
 use super::jobspec;
 use crate::api::{self, ROLE_ADMIN, ROLE_MEMBER, STATE_QUEUED, STATES, terminal};
 use crate::db::bootstrap::token_hash;
-use crate::store::accounts;
+use crate::store::accounts::{self, TeamProjects};
 use crate::store::audit::{self, Change};
 use crate::store::jobs::{self, JobFilter, JobRow, JobSpec, NewJob, Submitted};
 
@@ -111,19 +111,10 @@ pub async fn submit(
     // One query reads the caller, the team and the project; so the body is
     // read first (for their names), but its errors are told only after the
     // caller's, as on every other route.
-    let secret = bearer_secret(&headers)?;
+    let hash = token_hash(bearer_secret(&headers)?);
     let decoded: ApiResult<api::SubmitRequest> = body.decode();
-    let (team_name, project_name) = match &decoded {
-        Ok(r) => (r.team.as_str(), jobspec::project_or_default(&r.project)),
-        Err(_) => ("", jobspec::project_or_default("")),
-    };
-    let context =
-        accounts::submission_context(&state.pool, &token_hash(secret), team_name, project_name)
-            .await?;
-    let (owner, team, project_id) = match context {
-        Some(c) => (Some(c.owner), c.team, c.project_id),
-        None => (None, None, None),
-    };
+    let team_name = decoded.as_ref().map(|r| r.team.as_str()).unwrap_or("");
+    let (owner, team) = submission_context(&state, &hash, team_name).await?;
     let who = usable(owner)?;
     who.require(SUBMITTERS, "submit jobs")?;
     let mut req = decoded?;
@@ -156,18 +147,18 @@ pub async fn submit(
             format!("team: {:?} is not your team ({})", req.team, who.team),
         ));
     }
-    let Some(team) = team else {
+    let Some(found) = team else {
         return Err(ApiError::bad_request(
             "team",
             format!("team: {:?} does not exist", req.team),
         ));
     };
-    jobspec::check_texts(&team, &mut req)?;
-    req.class = jobspec::team_class(&team, &req.class, "class")?;
-    let mut spec = jobspec::build_spec(&req, &team, &state.cluster.capacity)?;
-    // check_texts found the project among the team's; it was read with the
-    // caller, unless it went in between.
-    let project_id = project_id.ok_or_else(|| {
+    let team = &found.team;
+    jobspec::check_texts(team, &mut req)?;
+    req.class = jobspec::team_class(team, &req.class, "class")?;
+    let mut spec = jobspec::build_spec(&req, team, &state.cluster.capacity)?;
+    // check_texts found the project among the team's, so it has an id.
+    let project_id = found.project_id(&req.project).ok_or_else(|| {
         ApiError::bad_request(
             "project",
             format!("project: {:?} does not exist", req.project),
@@ -253,6 +244,34 @@ pub async fn submit(
             .insert("Idempotent-Replayed", HeaderValue::from_static("true"));
     }
     Ok(response)
+}
+
+/// The caller (None: no such token) and the team a submission names (or
+/// the caller's own), from memory or else in one query.
+async fn submission_context(
+    state: &AppState,
+    hash: &[u8],
+    team: &str,
+) -> ApiResult<(Option<accounts::TokenOwner>, Option<TeamProjects>)> {
+    if let Some(owner) = state.accounts.token(hash) {
+        let name = if team.is_empty() {
+            owner.principal.team.as_str()
+        } else {
+            team
+        };
+        if let Some(found) = state.accounts.team(name) {
+            return Ok((Some(owner), Some(found)));
+        }
+    }
+    let ticket = state.accounts.ticket();
+    let Some(c) = accounts::submission_context(&state.pool, hash, team).await? else {
+        return Ok((None, None));
+    };
+    state.accounts.keep_token(ticket, hash, &c.owner);
+    if let Some(found) = &c.team {
+        state.accounts.keep_team(ticket, found);
+    }
+    Ok((Some(c.owner), c.team))
 }
 
 /// The query of GET /jobs.

@@ -3,6 +3,7 @@
 //! every request logged. The portal comes later; the worker runs apart.
 
 pub mod accounts;
+pub mod accounts_cache;
 pub mod auth;
 pub mod cluster;
 pub mod decode;
@@ -28,6 +29,7 @@ use sqlx::PgPool;
 use crate::api;
 use crate::db;
 use crate::store::group_commit::JobWriter;
+use accounts_cache::AccountsCache;
 use cluster::ClusterShape;
 use error::ApiError;
 
@@ -39,13 +41,19 @@ pub struct AppState {
     pub cluster: Arc<ClusterShape>,
     /// Where submissions are written, together (group commit).
     pub jobs: JobWriter,
+    /// Tokens' owners and teams, kept while no account changes.
+    pub accounts: Arc<AccountsCache>,
 }
 
 impl AppState {
     /// A state on `pool` with the built-in demo cluster's shape. Starts
-    /// the submissions' writer task, so it needs a tokio runtime.
+    /// the submissions' writer and the account notices' listener, so it
+    /// needs a tokio runtime.
     pub fn new(pool: PgPool) -> AppState {
+        let accounts = Arc::new(AccountsCache::default());
+        accounts.spawn_listener(pool.clone());
         AppState {
+            accounts,
             jobs: JobWriter::spawn(pool.clone()),
             pool,
             cluster: Arc::new(ClusterShape::demo()),

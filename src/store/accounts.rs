@@ -6,12 +6,20 @@ use sqlx::{PgExecutor, PgPool};
 use crate::server::auth::Principal;
 
 /// A token's owner and whether the token may be used.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct TokenOwner {
     pub principal: Principal,
     pub revoked: bool,
-    pub expired: bool,
+    pub expires_at: Option<DateTime<Utc>>,
     pub disabled: bool,
+}
+
+impl TokenOwner {
+    /// Whether the token has expired (told at each use: the owner may be
+    /// kept in memory for a while).
+    pub fn expired(&self) -> bool {
+        self.expires_at.is_some_and(|at| at <= Utc::now())
+    }
 }
 
 /// The owner of the token whose SHA-256 is `hash`, if any.
@@ -19,8 +27,7 @@ pub async fn token_owner(pool: &PgPool, hash: &[u8]) -> sqlx::Result<Option<Toke
     let row = sqlx::query!(
         r#"SELECT k.id AS token_id, u.id AS user_id, u.name AS user_name, u.role, u.disabled,
                   t.id AS "team_id?", t.name AS "team_name?",
-                  k.revoked_at IS NOT NULL AS "revoked!",
-                  COALESCE(k.expires_at <= now(), false) AS "expired!"
+                  k.revoked_at IS NOT NULL AS "revoked!", k.expires_at
            FROM api_tokens k
            JOIN users u ON u.id = k.user_id
            LEFT JOIN teams t ON t.id = u.team_id
@@ -39,20 +46,18 @@ pub async fn token_owner(pool: &PgPool, hash: &[u8]) -> sqlx::Result<Option<Toke
             token_id: r.token_id,
         },
         revoked: r.revoked,
-        expired: r.expired,
+        expires_at: r.expires_at,
         disabled: r.disabled,
     }))
 }
 
 /// What a submission needs to know, read in one round trip (submissions
-/// are the API's hot path): the token's owner, the team the job is for
-/// (`team`, or the owner's own when empty) and the id of its project
-/// `project` in that team.
+/// are the API's hot path): the token's owner, and the team the job is
+/// for (`team`, or the owner's own when empty) with its projects' ids.
 #[derive(Debug)]
 pub struct SubmissionContext {
     pub owner: TokenOwner,
-    pub team: Option<TeamRow>,
-    pub project_id: Option<i64>,
+    pub team: Option<TeamProjects>,
 }
 
 /// Reads a [`SubmissionContext`]; None when no token has this hash.
@@ -60,18 +65,16 @@ pub async fn submission_context(
     pool: &PgPool,
     hash: &[u8],
     team: &str,
-    project: &str,
 ) -> sqlx::Result<Option<SubmissionContext>> {
     let row = sqlx::query!(
         r#"SELECT k.id AS token_id, u.id AS user_id, u.name AS user_name, u.role, u.disabled,
                   ut.id AS "own_team_id?", ut.name AS "own_team_name?",
-                  k.revoked_at IS NOT NULL AS "revoked!",
-                  COALESCE(k.expires_at <= now(), false) AS "expired!",
+                  k.revoked_at IS NOT NULL AS "revoked!", k.expires_at,
                   t.id AS "team_id?", t.name AS "team_name?", t.guarantee_milli AS "guarantee_milli?",
                   t.burst_milli AS "burst_milli?", t.weight AS "weight?", t.classes AS "classes?",
                   b.name AS "business_unit?",
                   ARRAY(SELECT p.name FROM projects p WHERE p.team_id = t.id ORDER BY p.name) AS "projects!",
-                  (SELECT p.id FROM projects p WHERE p.team_id = t.id AND p.name = $3) AS "project_id?"
+                  ARRAY(SELECT p.id FROM projects p WHERE p.team_id = t.id ORDER BY p.name) AS "project_ids!"
            FROM api_tokens k
            JOIN users u ON u.id = k.user_id
            LEFT JOIN teams ut ON ut.id = u.team_id
@@ -79,22 +82,24 @@ pub async fn submission_context(
            LEFT JOIN business_units b ON b.id = t.business_unit_id
            WHERE k.token_sha256 = $1"#,
         hash,
-        team,
-        project
+        team
     )
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|r| {
         let team = match (r.team_id, r.team_name) {
-            (Some(id), Some(name)) => Some(TeamRow {
-                id,
-                name,
-                guarantee_milli: r.guarantee_milli.unwrap_or(0),
-                burst_milli: r.burst_milli.unwrap_or(0),
-                weight: r.weight.unwrap_or(0.0),
-                classes: r.classes.unwrap_or_default(),
-                business_unit: r.business_unit,
-                projects: r.projects,
+            (Some(id), Some(name)) => Some(TeamProjects {
+                project_ids: r.projects.iter().cloned().zip(r.project_ids).collect(),
+                team: TeamRow {
+                    id,
+                    name,
+                    guarantee_milli: r.guarantee_milli.unwrap_or(0),
+                    burst_milli: r.burst_milli.unwrap_or(0),
+                    weight: r.weight.unwrap_or(0.0),
+                    classes: r.classes.unwrap_or_default(),
+                    business_unit: r.business_unit,
+                    projects: r.projects,
+                },
             }),
             _ => None,
         };
@@ -109,13 +114,29 @@ pub async fn submission_context(
                     token_id: r.token_id,
                 },
                 revoked: r.revoked,
-                expired: r.expired,
+                expires_at: r.expires_at,
                 disabled: r.disabled,
             },
             team,
-            project_id: r.project_id,
         }
     }))
+}
+
+/// A team as a submission needs it: the row and its projects' ids.
+#[derive(Debug, Clone)]
+pub struct TeamProjects {
+    pub team: TeamRow,
+    /// (name, id) of each project.
+    pub project_ids: Vec<(String, i64)>,
+}
+
+impl TeamProjects {
+    pub fn project_id(&self, name: &str) -> Option<i64> {
+        self.project_ids
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, id)| id)
+    }
 }
 
 /// A team as stored, with its business unit's name and its projects.
