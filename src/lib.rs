@@ -7,6 +7,7 @@ pub mod accounting;
 pub mod api;
 pub mod cli;
 pub mod db;
+pub mod metrics;
 pub mod output;
 pub mod server;
 pub mod store;
