@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod audit;
 pub mod jobs;
 pub mod ledger;
+pub mod views;
 
 /// Whether a database error is a unique-constraint violation (a name
 /// already taken).
