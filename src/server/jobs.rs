@@ -25,7 +25,7 @@ use super::decode::RawJson;
 use super::error::{ApiError, ApiResult};
 use super::jobspec;
 use crate::api::{self, ROLE_ADMIN, ROLE_MEMBER, STATE_QUEUED, STATES, terminal};
-use crate::store::accounts;
+use crate::store::accounts::{self, TeamRow};
 use crate::store::audit::{self, Change};
 use crate::store::jobs::{self, JobFilter, JobRow, JobSpec, NewJob, Submitted};
 
@@ -77,6 +77,7 @@ fn job_view(j: &JobRow) -> ApiResult<api::Job> {
                 cpu_milli: t.cpu_milli,
                 memory_mib: t.memory_mib,
                 gpu: t.gpu.to_string(),
+                placement: None,
             })
             .collect(),
         submitted_at: j.submitted_at,
@@ -87,6 +88,7 @@ fn job_view(j: &JobRow) -> ApiResult<api::Job> {
             None
         },
         attempts: i64::from(j.attempts),
+        queue: None,
         requeue_requested_at: j.requeue_requested_at,
         cancel_requested_at: j.cancel_requested_at,
         events: Vec::new(),
@@ -123,39 +125,11 @@ pub async fn submit(
         }
         req.idempotency_key = h;
     }
-    // The team: the caller's own; an admin names one.
-    if req.team.is_empty() {
-        req.team = who.team.clone();
-    }
-    if req.team.is_empty() {
-        return Err(ApiError::bad_request(
-            "team",
-            "team: required (an admin has no team of their own)",
-        ));
-    }
-    if who.role != ROLE_ADMIN && req.team != who.team {
-        return Err(ApiError::forbidden(
-            "team",
-            format!("team: {:?} is not your team ({})", req.team, who.team),
-        ));
-    }
-    let Some(team) = accounts::team(&state.pool, &req.team).await? else {
-        return Err(ApiError::bad_request(
-            "team",
-            format!("team: {:?} does not exist", req.team),
-        ));
-    };
-    jobspec::check_texts(&team, &mut req)?;
-    req.class = jobspec::team_class(&team, &req.class, "class")?;
-    let mut spec = jobspec::build_spec(&req, &team, &state.cluster.capacity)?;
-    let project_id = accounts::project_id(&state.pool, team.id, &req.project)
-        .await?
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "project",
-                format!("project: {:?} does not exist", req.project),
-            )
-        })?;
+    let Checked {
+        team,
+        mut spec,
+        project_id,
+    } = check_submission(&state, &who, &mut req).await?;
 
     // The hash covers the resolved request (team, project and class filled
     // in) and the user, so a replay must say the same thing.
@@ -184,7 +158,10 @@ pub async fn submit(
         idempotency,
     };
     let (status, id) = match jobs::submit(&state.pool, &job, &who.user, &team.name).await? {
-        Submitted::Created(id) => (StatusCode::CREATED, id),
+        Submitted::Created(id) => {
+            state.metrics.submitted(&team.name);
+            (StatusCode::CREATED, id)
+        }
         Submitted::Replayed(id) => (StatusCode::OK, id),
         Submitted::Conflict(id) => {
             return Err(ApiError::new(
@@ -208,6 +185,61 @@ pub async fn submit(
             .insert("Idempotent-Replayed", HeaderValue::from_static("true"));
     }
     Ok(response)
+}
+
+/// A submission checked as POST /jobs checks it: its team, project, texts,
+/// class and tasks, with the defaults filled in `req`.
+pub struct Checked {
+    pub team: TeamRow,
+    pub spec: JobSpec,
+    pub project_id: i64,
+}
+
+/// The checks of POST /jobs, shared with POST /jobs/preview so that a
+/// preview refuses exactly what a submission would.
+pub async fn check_submission(
+    state: &AppState,
+    who: &Principal,
+    req: &mut api::SubmitRequest,
+) -> ApiResult<Checked> {
+    // The team: the caller's own; an admin names one.
+    if req.team.is_empty() {
+        req.team = who.team.clone();
+    }
+    if req.team.is_empty() {
+        return Err(ApiError::bad_request(
+            "team",
+            "team: required (an admin has no team of their own)",
+        ));
+    }
+    if who.role != ROLE_ADMIN && req.team != who.team {
+        return Err(ApiError::forbidden(
+            "team",
+            format!("team: {:?} is not your team ({})", req.team, who.team),
+        ));
+    }
+    let Some(team) = accounts::team(&state.pool, &req.team).await? else {
+        return Err(ApiError::bad_request(
+            "team",
+            format!("team: {:?} does not exist", req.team),
+        ));
+    };
+    jobspec::check_texts(&team, req)?;
+    req.class = jobspec::team_class(&team, &req.class, "class")?;
+    let spec = jobspec::build_spec(req, &team, &state.cluster.capacity)?;
+    let project_id = accounts::project_id(&state.pool, team.id, &req.project)
+        .await?
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "project",
+                format!("project: {:?} does not exist", req.project),
+            )
+        })?;
+    Ok(Checked {
+        team,
+        spec,
+        project_id,
+    })
 }
 
 /// The query of GET /jobs.
@@ -313,8 +345,9 @@ async fn job_with_events(state: &AppState, id: &str) -> ApiResult<api::Job> {
 }
 
 #[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs",
-    summary = "A job with its events",
-    description = "Roles: every role (another team's: 404).",
+    summary = "A job with its events and, while queued, its position and estimated start",
+    description = "Roles: every role (another team's: 404). While queued, `queue` is its place as the worker \
+        last published it (see GET /queue); while it holds resources, each task's `placement`.",
     params(("id" = String, Path, description = "job id")),
     responses((status = 200, body = api::Job), (status = "4XX", body = api::Error)),
     security(("bearer" = [])))]
@@ -323,8 +356,10 @@ pub async fn get_job(
     who: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<api::Job>> {
-    visible_job(&state, &who, &id).await?;
-    Ok(Json(job_with_events(&state, &id).await?))
+    let job = visible_job(&state, &who, &id).await?;
+    let mut view = job_with_events(&state, &id).await?;
+    super::views::add_place(&state, &job, &mut view).await?;
+    Ok(Json(view))
 }
 
 #[utoipa::path(patch, path = "/api/v1/jobs/{id}", tag = "jobs",
