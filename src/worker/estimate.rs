@@ -7,7 +7,7 @@
 //! The work is bounded as Go bounds it (at most `STEPS` cycles, the oldest
 //! `MAX_QUEUED` queued jobs) and runs off the worker's tick: `inputs`
 //! copies what it needs (a cluster copy is cheap, its nodes are shared),
-//! and `project` runs on a blocking thread (`views.rs`).
+//! and `project` runs on a thread of its own (`views.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

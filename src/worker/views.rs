@@ -12,10 +12,11 @@
 //!   per team, so that a caller's answer reads its own team's row only.
 //!
 //! Publishing is bounded so that ticks stay cheap on large queues: at most
-//! once per `MIN_INTERVAL` of wall time, and never more often than
-//! `COST_FACTOR` times what the last publication took; the projection of
-//! estimated starts (`estimate.rs`) runs on a blocking thread, at most once
-//! per `MIN_INTERVAL`, and its latest result is published with the places.
+//! once per `MIN_INTERVAL` of wall time, and the next no sooner than
+//! `COST_FACTOR` times what the last publication took after it; the
+//! projection of estimated starts (`estimate.rs`) runs on a thread of its
+//! own, bounded the same way (`PROJECTION_COST_FACTOR`), and its latest
+//! result is published with the places.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, mpsc};
@@ -41,6 +42,11 @@ pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 /// `COST_FACTOR * d`: publishing stays under about 5 % of the worker's
 /// time however large the world.
 const COST_FACTOR: u32 = 20;
+/// A projection that took `d` is followed by the next no sooner than
+/// `PROJECTION_COST_FACTOR * d`: it runs on a thread of its own, beside
+/// the web server on a small machine, so it keeps to about a tenth of a
+/// core.
+const PROJECTION_COST_FACTOR: u32 = 10;
 
 /// The reason of a job the last full cycle has not seen (the Go build's).
 pub const NOT_CYCLED: &str = "submitted; waiting for the next scheduling cycle";
@@ -73,7 +79,7 @@ pub struct TeamQueueView {
     pub slots: BTreeMap<String, api::QueueSlot>,
 }
 
-/// The worker's views at cluster time `now` (`at` as a timestamp).
+/// The cluster as the worker has it, at `clock`.
 fn cluster_view(w: &World, clock: api::Clock) -> ClusterView {
     let st = w.cluster();
     let mut owner: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
@@ -238,9 +244,11 @@ fn queue_views(
 pub struct Publisher {
     recipe: Arc<Recipe>,
     next_at: Option<Instant>,
-    projected_at: Option<Instant>,
-    /// Where the projection in flight sends its result.
-    projection: Option<mpsc::Receiver<BTreeMap<String, Nanos>>>,
+    /// When the next projection may start.
+    project_at: Option<Instant>,
+    /// Where the projection in flight sends its result and how long it
+    /// took.
+    projection: Option<mpsc::Receiver<(BTreeMap<String, Nanos>, Duration)>>,
     starts: BTreeMap<String, Nanos>,
 }
 
@@ -259,7 +267,7 @@ impl Publisher {
         Publisher {
             recipe: Arc::new(recipe),
             next_at: None,
-            projected_at: None,
+            project_at: None,
             projection: None,
             starts: BTreeMap::new(),
         }
@@ -271,13 +279,15 @@ impl Publisher {
     }
 
     /// Takes a finished projection's result, and starts another when none
-    /// runs and the last is older than `MIN_INTERVAL`.
+    /// runs and one is due.
     fn project(&mut self, w: &World) {
         if let Some(rx) = &self.projection {
             match rx.try_recv() {
-                Ok(starts) => {
+                Ok((starts, took)) => {
                     self.starts = starts;
                     self.projection = None;
+                    self.project_at =
+                        Some(Instant::now() + MIN_INTERVAL.max(took * PROJECTION_COST_FACTOR));
                 }
                 Err(mpsc::TryRecvError::Empty) => {}
                 Err(mpsc::TryRecvError::Disconnected) => {
@@ -286,21 +296,35 @@ impl Publisher {
                 }
             }
         }
-        let stale = self
-            .projected_at
-            .is_none_or(|at| at.elapsed() >= MIN_INTERVAL);
-        if self.projection.is_none() && stale {
+        if !w.any_pending() {
+            // Nothing waits: nothing to estimate.
+            self.starts.clear();
+            return;
+        }
+        let due = self.project_at.is_none_or(|at| Instant::now() >= at);
+        if self.projection.is_none() && due {
             let inputs = estimate::inputs(w, self.recipe.clone());
             let (tx, rx) = mpsc::channel();
-            self.projected_at = Some(Instant::now());
             self.projection = Some(rx);
-            // Off the tick: a projection runs up to hundreds of cycles.
-            tokio::task::spawn_blocking(move || match estimate::project(inputs) {
-                Ok(starts) => {
-                    let _ = tx.send(starts);
-                }
-                Err(e) => tracing::error!(error = %e, "worker: the projection's scheduler"),
-            });
+            // Off the tick and off the async runtime's threads: a
+            // projection runs up to hundreds of cycles.
+            let spawned = std::thread::Builder::new()
+                .name("partita-projection".into())
+                .spawn(move || {
+                    let began = Instant::now();
+                    match estimate::project(inputs) {
+                        Ok(starts) => {
+                            let _ = tx.send((starts, began.elapsed()));
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "worker: the projection's scheduler");
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "worker: starting the projection");
+                self.projection = None;
+            }
         }
     }
 
