@@ -284,6 +284,39 @@ const MATRIX: &[Row] = &[
         [200, 404, 404, 404, 200, 401, 401, 401],
     ),
     row("GET", "/api/v1/prices", "/api/v1/prices", None, ALL),
+    // The worker's views: every role reads its own team's queue, and the
+    // cluster (other teams' tasks unnamed); a preview is a submission
+    // that stores nothing, so it is allowed as a submission is.
+    row("GET", "/api/v1/queue", "/api/v1/queue", None, ALL),
+    row(
+        "GET",
+        "/api/v1/queue",
+        "/api/v1/queue?team=ads",
+        None,
+        [200, 404, 404, 404, 200, 401, 401, 401],
+    ),
+    row(
+        "GET",
+        "/api/v1/queue",
+        "/api/v1/queue?team=nope",
+        None,
+        [404, 404, 404, 404, 404, 401, 401, 401],
+    ),
+    row("GET", "/api/v1/cluster", "/api/v1/cluster", None, ALL),
+    row(
+        "POST",
+        "/api/v1/jobs/preview",
+        "/api/v1/jobs/preview",
+        Some(r#"{"team": "search", "gpu": {"count": 1}}"#),
+        [200, 200, 200, 403, 403, 401, 401, 401],
+    ),
+    row(
+        "POST",
+        "/api/v1/jobs/preview",
+        "/api/v1/jobs/preview",
+        Some(r#"{"team": "ads", "gpu": {"count": 1}}"#),
+        [200, 403, 403, 403, 403, 401, 401, 401],
+    ),
 ];
 
 /// Fills a row's placeholders with objects made for this cell alone, so
@@ -330,6 +363,7 @@ async fn fill(w: &World, text: &str, n: usize) -> String {
 #[tokio::test]
 async fn access_matrix_every_route_every_caller() {
     let w = world().await;
+    w.publish_views().await;
     let mut failures = Vec::new();
     let mut n = 0;
     for r in MATRIX {

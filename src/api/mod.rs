@@ -340,6 +340,10 @@ pub struct Job {
     pub finished_at: Option<DateTime<Utc>>,
     /// Admissions so far.
     pub attempts: i64,
+    /// While queued: its place in its team's queue, as the worker last
+    /// published it (GET /jobs/{id} only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueSlot>,
     /// Wall time: a requeue asked for, not yet done by the worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeue_requested_at: Option<DateTime<Utc>>,
@@ -360,6 +364,31 @@ pub struct Task {
     pub memory_mib: i64,
     /// The demand in words: "1 GPU", "MIG 1g.10gb".
     pub gpu: String,
+    /// Where it runs while the job holds resources (GET /jobs/{id} only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// What a task holds on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Placement {
+    pub node: String,
+    pub tier: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<Grant>,
+}
+
+/// One GPU's part of a placement: a MIG slice, or a share or whole GPU in
+/// milli.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Grant {
+    pub gpu: i64,
+    pub model: String,
+    /// "3g.40gb@4": the profile at its start slice.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub slice: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub milli: i64,
 }
 
 /// One transition of a job.
@@ -463,4 +492,190 @@ pub struct Ledger {
     pub entries: Vec<LedgerEntry>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub next: String,
+}
+
+/// The cluster's clock: on the virtual cluster, cluster time runs `speed`
+/// times faster than the wall clock while a worker is active, and stands
+/// still while none is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Clock {
+    /// Cluster time: the moment the answer describes.
+    pub now: DateTime<Utc>,
+    /// Cluster seconds per wall second (0 before any worker ran).
+    pub speed: f64,
+}
+
+/// A queued job's place: its position in its team's queue (1 = next), why
+/// it waits, and when it is expected to start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct QueueSlot {
+    pub position: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Cluster time: a projection of the queue forward on a copy of the
+    /// cluster, assuming running jobs end when declared and nothing new
+    /// arrives; absent when the projection does not reach the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_start: Option<DateTime<Utc>>,
+    /// The same in wall-clock seconds from the answer's `clock.now`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_seconds: Option<f64>,
+}
+
+/// Every queued job, by team (sorted by name), each team's in the order
+/// the scheduler will consider them.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Queue {
+    pub clock: Clock,
+    pub teams: Vec<TeamQueue>,
+}
+
+/// One team's queued jobs.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TeamQueue {
+    pub team: String,
+    pub jobs: Vec<QueueEntry>,
+}
+
+/// One queued job.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QueueEntry {
+    pub job: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    pub project: String,
+    pub class: String,
+    pub gpus: f64,
+    /// Cluster time, as the job's submitted_at.
+    pub submitted_at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub slot: QueueSlot,
+}
+
+/// The answer to POST /jobs/preview: the job as a submission of the same
+/// body would make it (defaults filled in, every check done), and what one
+/// task would get on each GPU model of the cluster. Nothing is stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct JobPreview {
+    pub team: String,
+    pub project: String,
+    pub class: String,
+    pub tasks: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gang: i64,
+    /// Per task.
+    pub cpu_milli: i64,
+    /// Per task.
+    pub memory_mib: i64,
+    /// One task's GPU demand in words.
+    pub demand: String,
+    /// The whole job, in GPUs (a slice counts its compute share).
+    pub gpus: f64,
+    /// The most the team may hold.
+    pub burst_gpus: f64,
+    pub options: Vec<PreviewOption>,
+}
+
+/// What one task would take on GPUs of one model: a MIG profile (picked
+/// as the engine picks it: the smallest that holds the peak memory with 5%
+/// headroom and the compute share), a share of a GPU with MIG off, or
+/// whole GPUs on one node. `fits` is false, with `note` saying why, when no
+/// GPU of the model can ever hold the task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PreviewOption {
+    pub model: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mig: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mig_memory_mib: i64,
+    /// The profile's share of the GPU's compute.
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub mig_compute: f64,
+    /// With MIG off: thousandths of one GPU.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub milli: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub whole_gpus: i64,
+    pub fits: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// The cluster: every node, GPU and MIG slice, and how much of it is in
+/// use, as the worker last published it. Tasks of teams the caller may not
+/// see show as busy without naming the job or team.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Cluster {
+    pub clock: Clock,
+    pub gpus: i64,
+    pub utilization: Utilization,
+    pub nodes: Vec<Node>,
+}
+
+/// In GPUs and as a share of all GPUs. Allocated is what tasks hold (a
+/// slice counts the larger of its compute and memory share); useful is
+/// what running tasks need (a memory profile its need, not the slice it
+/// got).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Utilization {
+    pub allocated_gpus: f64,
+    pub useful_gpus: f64,
+    pub allocated: f64,
+    pub useful: f64,
+    pub queued_jobs: i64,
+    pub running_jobs: i64,
+}
+
+/// One machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Node {
+    pub name: String,
+    pub tier: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub leaf: String,
+    pub cpu_milli: i64,
+    pub cpu_used_milli: i64,
+    pub memory_mib: i64,
+    pub memory_used_mib: i64,
+    pub gpus: Vec<Gpu>,
+}
+
+/// One GPU: whole or shared in milli with MIG off, split into slices with
+/// MIG on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Gpu {
+    pub index: i64,
+    pub model: String,
+    pub mig: bool,
+    /// A MIG change is in flight.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cordoned: bool,
+    /// MIG off: milli held.
+    pub used_milli: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<Slice>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<Hold>,
+}
+
+/// One MIG instance; busy without a job: another team's task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Slice {
+    /// "3g.40gb@4"
+    pub slice: String,
+    pub busy: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub job: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub team: String,
+}
+
+/// A task's share of a GPU with MIG off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Hold {
+    pub milli: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub job: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub team: String,
 }

@@ -7,11 +7,13 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 
 use crate::db::bootstrap::{self, Bootstrap};
 use crate::db::{Database, Settings};
+use crate::metrics::Metrics;
 use crate::server::{self, AppState};
 
 #[derive(Debug, clap::Args)]
@@ -69,12 +71,16 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         ledger_rows = found.ledger_rows,
         "recovered from the database: {found}"
     );
+    // The worker's counters are exposed only where the worker runs
+    // (crate::metrics).
+    let metrics = Arc::new(Metrics::new(!args.no_worker));
     let worker = match args.no_worker {
         true => None,
-        false => Some(crate::worker::spawn(
-            database.pool.clone(),
-            args.cluster.options()?,
-        )),
+        false => {
+            let mut opt = args.cluster.options()?;
+            opt.metrics = metrics.worker();
+            Some(crate::worker::spawn(database.pool.clone(), opt))
+        }
     };
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -92,7 +98,9 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         args.data_dir.display()
     )?;
     stdout.flush()?;
-    let app = server::app(AppState::new(database.pool.clone()));
+    let mut state = AppState::new(database.pool.clone());
+    state.metrics = metrics;
+    let app = server::app(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await

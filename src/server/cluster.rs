@@ -5,6 +5,8 @@
 //! file's `nodes` (`--cluster`), by default the built-in demo cluster, the
 //! Go build's default too.
 
+use std::collections::BTreeMap;
+
 use partita_engine::cluster::State;
 use partita_engine::placement::capacity_of;
 use partita_engine::scenario;
@@ -19,6 +21,15 @@ pub struct ClusterShape {
     pub name: String,
     pub gpus: i64,
     pub capacity: Capacity,
+    /// Each node's tier and its GPUs' models by index: what a job's
+    /// placement is shown with.
+    pub nodes: BTreeMap<String, NodeShape>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeShape {
+    pub tier: String,
+    pub models: Vec<String>,
 }
 
 impl ClusterShape {
@@ -27,10 +38,25 @@ impl ClusterShape {
         let sc = scenario::parse(text, file).map_err(|e| e.to_string())?;
         let nodes = sc.nodes().map_err(|e| e.to_string())?;
         let state = State::new(nodes).map_err(|e| e.to_string())?;
+        let nodes = state
+            .nodes()
+            .map(|n| {
+                let shape = NodeShape {
+                    tier: n.tier().as_str().to_string(),
+                    models: n
+                        .gpus()
+                        .iter()
+                        .map(|g| g.model().name.to_string())
+                        .collect(),
+                };
+                (n.name().to_string(), shape)
+            })
+            .collect();
         Ok(ClusterShape {
             name: sc.name.clone(),
             gpus: sc.gpus(),
             capacity: capacity_of(&state),
+            nodes,
         })
     }
 

@@ -26,7 +26,7 @@ use super::error::{ApiError, ApiResult};
 use super::jobspec;
 use crate::api::{self, ROLE_ADMIN, ROLE_MEMBER, STATE_QUEUED, STATES, terminal};
 use crate::db::bootstrap::token_hash;
-use crate::store::accounts::{self, TeamProjects};
+use crate::store::accounts::{self, TeamProjects, TeamRow};
 use crate::store::audit::{self, Change};
 use crate::store::jobs::{self, JobFilter, JobRow, JobSpec, NewJob, Submitted};
 
@@ -78,6 +78,7 @@ fn job_view(j: &JobRow) -> ApiResult<api::Job> {
                 cpu_milli: t.cpu_milli,
                 memory_mib: t.memory_mib,
                 gpu: t.gpu.to_string(),
+                placement: None,
             })
             .collect(),
         submitted_at: j.submitted_at,
@@ -88,6 +89,7 @@ fn job_view(j: &JobRow) -> ApiResult<api::Job> {
             None
         },
         attempts: i64::from(j.attempts),
+        queue: None,
         requeue_requested_at: j.requeue_requested_at,
         cancel_requested_at: j.cancel_requested_at,
         events: Vec::new(),
@@ -108,62 +110,12 @@ pub async fn submit(
     headers: HeaderMap,
     body: RawJson,
 ) -> ApiResult<Response> {
-    // One query reads the caller, the team and the project; so the body is
-    // read first (for their names), but its errors are told only after the
-    // caller's, as on every other route.
-    let hash = token_hash(bearer_secret(&headers)?);
-    let decoded: ApiResult<api::SubmitRequest> = body.decode();
-    let team_name = decoded.as_ref().map(|r| r.team.as_str()).unwrap_or("");
-    let (owner, team) = submission_context(&state, &hash, team_name).await?;
-    let who = usable(owner)?;
-    who.require(SUBMITTERS, "submit jobs")?;
-    let mut req = decoded?;
-    if let Some(h) = headers.get("Idempotency-Key") {
-        let h = String::from_utf8_lossy(h.as_bytes()).into_owned();
-        if !req.idempotency_key.is_empty() && req.idempotency_key != h {
-            return Err(ApiError::bad_request(
-                "idempotency_key",
-                format!(
-                    "idempotency_key: {:?} differs from the Idempotency-Key header {h:?}",
-                    req.idempotency_key
-                ),
-            ));
-        }
-        req.idempotency_key = h;
-    }
-    // The team: the caller's own; an admin names one.
-    if req.team.is_empty() {
-        req.team = who.team.clone();
-    }
-    if req.team.is_empty() {
-        return Err(ApiError::bad_request(
-            "team",
-            "team: required (an admin has no team of their own)",
-        ));
-    }
-    if who.role != ROLE_ADMIN && req.team != who.team {
-        return Err(ApiError::forbidden(
-            "team",
-            format!("team: {:?} is not your team ({})", req.team, who.team),
-        ));
-    }
-    let Some(found) = team else {
-        return Err(ApiError::bad_request(
-            "team",
-            format!("team: {:?} does not exist", req.team),
-        ));
-    };
-    let team = &found.team;
-    jobspec::check_texts(team, &mut req)?;
-    req.class = jobspec::team_class(team, &req.class, "class")?;
-    let mut spec = jobspec::build_spec(&req, team, &state.cluster.capacity)?;
-    // check_texts found the project among the team's, so it has an id.
-    let project_id = found.project_id(&req.project).ok_or_else(|| {
-        ApiError::bad_request(
-            "project",
-            format!("project: {:?} does not exist", req.project),
-        )
-    })?;
+    let (who, mut req, checked) = checked_submission(&state, &headers, body).await?;
+    let Checked {
+        team,
+        mut spec,
+        project_id,
+    } = checked;
 
     // The hash covers the resolved request (team, project and class filled
     // in) and the user, so a replay must say the same thing.
@@ -196,7 +148,10 @@ pub async fn submit(
         .submit(job.clone(), &who.user, &team.name)
         .await?;
     let (status, id) = match stored.outcome {
-        Submitted::Created(id) => (StatusCode::CREATED, id),
+        Submitted::Created(id) => {
+            state.metrics.submitted(&team.name);
+            (StatusCode::CREATED, id)
+        }
         Submitted::Replayed(id) => (StatusCode::OK, id),
         Submitted::Conflict(id) => {
             return Err(ApiError::new(
@@ -272,6 +227,88 @@ async fn submission_context(
         state.accounts.keep_team(ticket, found);
     }
     Ok((Some(c.owner), c.team))
+}
+
+/// A submission checked as POST /jobs checks it: its team, project, texts,
+/// class and tasks, with the defaults filled in the request.
+pub struct Checked {
+    pub team: TeamRow,
+    pub spec: JobSpec,
+    pub project_id: i64,
+}
+
+/// The caller and the checks of POST /jobs, shared with POST /jobs/preview
+/// so that a preview refuses exactly what a submission would. The caller,
+/// the team and its projects are read together (from memory, or in one
+/// query: a submission is the API's hot path), so the body is read first
+/// (for the team's name), but its errors are told only after the
+/// caller's, as on every other route.
+pub async fn checked_submission(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: RawJson,
+) -> ApiResult<(Principal, api::SubmitRequest, Checked)> {
+    let hash = token_hash(bearer_secret(headers)?);
+    let decoded: ApiResult<api::SubmitRequest> = body.decode();
+    let team_name = decoded.as_ref().map(|r| r.team.as_str()).unwrap_or("");
+    let (owner, team) = submission_context(state, &hash, team_name).await?;
+    let who = usable(owner)?;
+    who.require(SUBMITTERS, "submit jobs")?;
+    let mut req = decoded?;
+    if let Some(h) = headers.get("Idempotency-Key") {
+        let h = String::from_utf8_lossy(h.as_bytes()).into_owned();
+        if !req.idempotency_key.is_empty() && req.idempotency_key != h {
+            return Err(ApiError::bad_request(
+                "idempotency_key",
+                format!(
+                    "idempotency_key: {:?} differs from the Idempotency-Key header {h:?}",
+                    req.idempotency_key
+                ),
+            ));
+        }
+        req.idempotency_key = h;
+    }
+    // The team: the caller's own; an admin names one.
+    if req.team.is_empty() {
+        req.team = who.team.clone();
+    }
+    if req.team.is_empty() {
+        return Err(ApiError::bad_request(
+            "team",
+            "team: required (an admin has no team of their own)",
+        ));
+    }
+    if who.role != ROLE_ADMIN && req.team != who.team {
+        return Err(ApiError::forbidden(
+            "team",
+            format!("team: {:?} is not your team ({})", req.team, who.team),
+        ));
+    }
+    let Some(found) = team else {
+        return Err(ApiError::bad_request(
+            "team",
+            format!("team: {:?} does not exist", req.team),
+        ));
+    };
+    jobspec::check_texts(&found.team, &mut req)?;
+    req.class = jobspec::team_class(&found.team, &req.class, "class")?;
+    let spec = jobspec::build_spec(&req, &found.team, &state.cluster.capacity)?;
+    // check_texts found the project among the team's, so it has an id.
+    let project_id = found.project_id(&req.project).ok_or_else(|| {
+        ApiError::bad_request(
+            "project",
+            format!("project: {:?} does not exist", req.project),
+        )
+    })?;
+    Ok((
+        who,
+        req,
+        Checked {
+            team: found.team,
+            spec,
+            project_id,
+        },
+    ))
 }
 
 /// The query of GET /jobs.
@@ -377,8 +414,9 @@ async fn job_with_events(state: &AppState, id: &str) -> ApiResult<api::Job> {
 }
 
 #[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs",
-    summary = "A job with its events",
-    description = "Roles: every role (another team's: 404).",
+    summary = "A job with its events and, while queued, its position and estimated start",
+    description = "Roles: every role (another team's: 404). While queued, `queue` is its place as the worker \
+        last published it (see GET /queue); while it holds resources, each task's `placement`.",
     params(("id" = String, Path, description = "job id")),
     responses((status = 200, body = api::Job), (status = "4XX", body = api::Error)),
     security(("bearer" = [])))]
@@ -387,8 +425,10 @@ pub async fn get_job(
     who: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<api::Job>> {
-    visible_job(&state, &who, &id).await?;
-    Ok(Json(job_with_events(&state, &id).await?))
+    let job = visible_job(&state, &who, &id).await?;
+    let mut view = job_with_events(&state, &id).await?;
+    super::views::add_place(&state, &job, &mut view).await?;
+    Ok(Json(view))
 }
 
 #[utoipa::path(patch, path = "/api/v1/jobs/{id}", tag = "jobs",

@@ -1,6 +1,7 @@
-//! The web server (axum): `/healthz`, `/readyz` and the JSON API under
-//! `/api/v1` (accounts, jobs, the audit log, the OpenAPI document), with
-//! every request logged. The portal comes later; the worker runs apart.
+//! The web server (axum): `/healthz`, `/readyz`, `/metrics` and the JSON
+//! API under `/api/v1` (accounts, jobs, the queue and the cluster, the
+//! audit log, the OpenAPI document), with every request logged and
+//! counted. The portal comes later; the worker runs apart.
 
 pub mod accounts;
 pub mod accounts_cache;
@@ -11,14 +12,16 @@ pub mod error;
 pub mod jobs;
 pub mod jobspec;
 pub mod openapi;
+pub mod preview;
 pub mod reports;
+pub mod views;
 
 use std::sync::Arc;
 
 use std::time::Instant;
 
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -28,6 +31,7 @@ use sqlx::PgPool;
 
 use crate::api;
 use crate::db;
+use crate::metrics::{self, Metrics};
 use crate::store::group_commit::JobWriter;
 use accounts_cache::AccountsCache;
 use cluster::ClusterShape;
@@ -43,12 +47,15 @@ pub struct AppState {
     pub jobs: JobWriter,
     /// Tokens' owners and teams, kept while no account changes.
     pub accounts: Arc<AccountsCache>,
+    /// This process's metrics (`/metrics`).
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
-    /// A state on `pool` with the built-in demo cluster's shape. Starts
-    /// the submissions' writer and the account notices' listener, so it
-    /// needs a tokio runtime.
+    /// A state on `pool` with the built-in demo cluster's shape and the
+    /// web server's metrics only (no worker in this process). Starts the
+    /// submissions' writer and the account notices' listener, so it needs
+    /// a tokio runtime.
     pub fn new(pool: PgPool) -> AppState {
         let accounts = Arc::new(AccountsCache::default());
         accounts.spawn_listener(pool.clone());
@@ -57,6 +64,7 @@ impl AppState {
             jobs: JobWriter::spawn(pool.clone()),
             pool,
             cluster: Arc::new(ClusterShape::demo()),
+            metrics: Arc::new(Metrics::new(false)),
         }
     }
 }
@@ -68,9 +76,10 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(serve_metrics))
         .merge(api_routes)
         .fallback(no_route)
-        .layer(middleware::from_fn(log_request))
+        .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
 }
 
@@ -151,17 +160,49 @@ async fn worker_check(pool: &sqlx::PgPool) -> serde_json::Value {
     }
 }
 
-/// Logs each request: method, path, status and duration.
-async fn log_request(request: Request, next: Next) -> Response {
+/// Prometheus metrics in the text format: this process's counters and
+/// histograms, and the gauges of the world the worker last published
+/// (`crate::metrics` says which are where). Public, as in the Go build.
+async fn serve_metrics(State(state): State<AppState>) -> Response {
+    let gauges = match crate::store::views::gauges(&state.pool).await {
+        Ok(g) => g,
+        Err(e) => {
+            // The counters are still worth serving without the gauges.
+            tracing::warn!(error = %e, "metrics: reading the published gauges");
+            None
+        }
+    };
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        state.metrics.encode(gauges.as_ref()),
+    )
+        .into_response()
+}
+
+/// Logs each request (method, path, status and duration) and counts it
+/// by route. Cheap on purpose, as it runs on every request: no database,
+/// an in-memory counter and histogram.
+async fn log_request(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    // The route's pattern, not the path: the label set stays bounded. A
+    // path no route matched is not counted (nor is it in the Go build).
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| format!("{method} {}", m.as_str()));
     let started = Instant::now();
     let response = next.run(request).await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    if let Some(route) = route {
+        state.metrics.request(&route, status, took);
+    }
     tracing::info!(
         %method,
         %path,
-        status = response.status().as_u16(),
-        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        status,
+        duration_ms = took.as_secs_f64() * 1000.0,
         "request"
     );
     response

@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, accounts, jobs, reports};
+use super::{AppState, accounts, jobs, preview, reports, views};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -25,7 +25,7 @@ use super::{AppState, accounts, jobs, reports};
     ),
     modifiers(&BearerAuth),
     tags((name = "accounts", description = "teams, projects, users, tokens, the profile catalog, the audit log"),
-         (name = "jobs", description = "submit, list, change, cancel and requeue jobs"),
+         (name = "jobs", description = "submit, preview, list, change, cancel and requeue jobs; the queue and the cluster as the worker last published them"),
          (name = "reports", description = "usage and chargeback reports (a ledger row counts in the period in which it ends), the usage ledger, the price table"))
 )]
 struct ApiDoc;
@@ -51,6 +51,9 @@ pub fn api_routes() -> (axum::Router<AppState>, Document) {
         .routes(routes!(jobs::get_job, jobs::patch_job))
         .routes(routes!(jobs::cancel_job))
         .routes(routes!(jobs::requeue_job))
+        .routes(routes!(preview::preview_job))
+        .routes(routes!(views::get_queue))
+        .routes(routes!(views::get_cluster))
         .routes(routes!(accounts::list_teams, accounts::create_team))
         .routes(routes!(accounts::get_team, accounts::patch_team))
         .routes(routes!(accounts::list_projects, accounts::create_project))

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod group_commit;
 pub mod jobs;
 pub mod ledger;
+pub mod views;
 
 /// Whether a database error is a unique-constraint violation (a name
 /// already taken).

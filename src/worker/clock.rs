@@ -44,9 +44,14 @@ impl Clock {
     /// GPU-seconds are an exact integer (jobs' durations are whole seconds
     /// too); at the default speed a tick is several cluster seconds anyway.
     pub fn now(&self) -> Nanos {
-        let ran = self.wall_base.elapsed().as_secs_f64() * self.speed * 1e9;
-        let t = self.base.saturating_add(ran as Nanos);
+        let t = self.exact_now();
         t - t.rem_euclid(SECOND)
+    }
+
+    /// The cluster time now, to the nanosecond.
+    fn exact_now(&self) -> Nanos {
+        let ran = self.wall_base.elapsed().as_secs_f64() * self.speed * 1e9;
+        self.base.saturating_add(ran as Nanos)
     }
 
     /// How long the wall clock takes to reach cluster time `t`.
@@ -108,9 +113,15 @@ pub async fn load(conn: &mut PgConnection) -> Result<(DateTime<Utc>, Nanos), sql
     Ok((DateTime::from_timestamp_nanos(epoch_ns), clock))
 }
 
-/// Stores cluster time `t` (in the tick's transaction).
-pub async fn save(conn: &mut PgConnection, t: Nanos, speed: f64) -> Result<(), sqlx::Error> {
-    let wall = Utc::now().timestamp_nanos_opt().unwrap_or(0);
+/// Stores cluster time `t` (in the tick's transaction), with the wall
+/// time at which `clock` reached it: `t` is a whole second, up to a
+/// second behind the clock, and stored beside the wall time now it would
+/// make `cluster_now` step back by as much at each tick (and jobs
+/// submitted a moment apart be stamped out of order).
+pub async fn save(conn: &mut PgConnection, clock: &Clock, t: Nanos) -> Result<(), sqlx::Error> {
+    let speed = clock.speed();
+    let behind = (clock.exact_now() - t).max(0) as f64 / speed;
+    let wall = Utc::now().timestamp_nanos_opt().unwrap_or(0) - behind as i64;
     sqlx::query!(
         "INSERT INTO meta (key, value)
          SELECT * FROM UNNEST($1::text[], $2::text[])

@@ -21,12 +21,18 @@
 //!   cycle; write every change, the clock and the heartbeat in one
 //!   transaction. If any of it fails, the worker drops its connection (and
 //!   so the lock), forgets its world, and starts over from the database.
+//! - **Views.** About once a second a tick also publishes the world as the
+//!   web servers show it (`views.rs`: the cluster, each team's queue with
+//!   estimated starts), in the same transaction.
 
 pub mod clock;
+pub mod estimate;
 pub mod spec;
 pub mod store;
+pub mod views;
 pub mod world;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -37,6 +43,9 @@ use sqlx::{Connection, PgConnection, PgPool};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::metrics::WorkerMetrics;
+use estimate::Recipe;
+use views::Publisher;
 use world::World;
 
 /// The key of the advisory lock held by the active worker: "partita" in
@@ -65,6 +74,9 @@ pub struct Options {
     pub reconfig_delay: Nanos,
     /// This worker's name in the `workers` table.
     pub id: String,
+    /// Where the worker counts what happens, when its process exposes
+    /// the worker's metrics (`partita serve` with the worker in it).
+    pub metrics: Option<Arc<WorkerMetrics>>,
 }
 
 impl Options {
@@ -78,6 +90,7 @@ impl Options {
             lock_poll: Duration::from_secs(1),
             reconfig_delay: 30 * SECOND,
             id: default_id(),
+            metrics: None,
         }
     }
 }
@@ -202,7 +215,9 @@ async fn active(
     }
     let (epoch, base) = clock::load(&mut conn).await?;
     let clock = clock::Clock::new(epoch, base, opt.speed);
-    let mut world = build_world(opt, clock.now())?;
+    let (mut world, recipe) = build_world(opt, clock.now())?;
+    world.set_metrics(opt.metrics.clone());
+    let mut publisher = Publisher::new(recipe);
     world.set_teams(store::teams(&mut conn).await?);
     let mut since = store::xmin(&mut conn).await?;
     let unfinished = store::unfinished_jobs(&mut conn, epoch).await?;
@@ -226,7 +241,7 @@ async fn active(
     );
     let mut stats = JobStats::new(queued + holding);
     // Whatever recovery changed (a placement lost) is written at once.
-    tick(&mut conn, &mut world, &clock, opt, None).await?;
+    tick(&mut conn, &mut world, &mut publisher, &clock, opt, None).await?;
     loop {
         let wait = match world.next_timer() {
             Some(at) => clock.wall_until(at).min(opt.tick),
@@ -246,14 +261,23 @@ async fn active(
             tracing::info!(worker = %opt.id, "worker: stopped");
             return Ok(());
         }
-        let added = tick(&mut conn, &mut world, &clock, opt, Some(&mut since)).await?;
+        let added = tick(
+            &mut conn,
+            &mut world,
+            &mut publisher,
+            &clock,
+            opt,
+            Some(&mut since),
+        )
+        .await?;
         stats.added(&mut conn, added).await?;
     }
 }
 
 /// The cluster and a fresh scheduler (preset `partita`, told the
-/// scenario's request mix, moves off: as Go's `schedulerConfig`).
-fn build_world(opt: &Options, now: Nanos) -> anyhow::Result<World> {
+/// scenario's request mix, moves off: as Go's `schedulerConfig`), and how
+/// to build another like it (for the projection of estimated starts).
+fn build_world(opt: &Options, now: Nanos) -> anyhow::Result<(World, Recipe)> {
     let sc = &opt.scenario;
     let st = partita_engine::cluster::State::new(sc.nodes()?)?;
     let mut no_files = |path: &str| Err(format!("open {path}: trace files are not read here"));
@@ -265,8 +289,13 @@ fn build_world(opt: &Options, now: Nanos) -> anyhow::Result<World> {
     let (mut cfg, policy) = sched::build("partita", &st, &shapes)?;
     cfg.migrate = false; // moving running replicas is not carried out here
     cfg.production_reserve = sc.production_reserve_gpus * 1000;
+    let recipe = Recipe {
+        config: cfg.clone(),
+        shapes,
+        seed: opt.seed,
+    };
     let sch = Scheduler::new(cfg, policy, Rand::new(opt.seed));
-    Ok(World::new(st, sch, now, opt.reconfig_delay))
+    Ok((World::new(st, sch, now, opt.reconfig_delay), recipe))
 }
 
 /// One tick: take up what the database says changed, advance to the
@@ -276,6 +305,7 @@ fn build_world(opt: &Options, now: Nanos) -> anyhow::Result<World> {
 async fn tick(
     conn: &mut PgConnection,
     world: &mut World,
+    publisher: &mut Publisher,
     clock: &clock::Clock,
     opt: &Options,
     since: Option<&mut i64>,
@@ -316,6 +346,10 @@ async fn tick(
     }
     let changes = world.take_changes();
     store::write(&mut tx, clock, world.now(), &changes, &opt.id).await?;
+    if publisher.due() {
+        let rows = publisher.rows(world, clock, world.now())?;
+        publisher.write(&mut tx, rows, &opt.id).await?;
+    }
     tx.commit().await?;
     Ok(added)
 }
@@ -369,7 +403,7 @@ mod tests {
     #[test]
     fn jobs_whose_tasks_share_a_name_run_side_by_side() {
         let opt = Options::new(load_scenario(None).unwrap(), 60.0);
-        let mut w = build_world(&opt, 0).unwrap();
+        let (mut w, _) = build_world(&opt, 0).unwrap();
         w.set_teams(vec![Team {
             name: "research".into(),
             guarantee: 8000,

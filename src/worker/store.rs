@@ -208,7 +208,7 @@ pub async fn write(
     if !changes.holds.is_empty() {
         write_ledger(conn, clock, changes).await?;
     }
-    clock::save(conn, now, clock.speed()).await?;
+    clock::save(conn, clock, now).await?;
     sqlx::query!(
         "UPDATE workers SET heartbeat_at = now(), active = true, cluster_time = $2 WHERE id = $1",
         worker_id,

@@ -16,12 +16,13 @@ use std::sync::Arc;
 
 use partita_engine::cluster::{Assignment, State};
 use partita_engine::sched::{
-    Decision, Input, Nanos, Phase, Preemption, Reconfig, SECOND, Scheduler, Start, Team,
+    Decision, Input, Nanos, Phase, Preemption, Reconfig, SECOND, Scheduler, Start, Team, Wait,
 };
 use partita_engine::workload::{self, Class};
 
 use super::spec::{JobSpec, Runtime};
 use crate::accounting;
+use crate::metrics::WorkerMetrics;
 
 /// The states of `jobs.state` (migrations/0002_jobs.sql).
 pub const QUEUED: &str = "queued";
@@ -171,6 +172,13 @@ pub struct World {
     /// in `engine/src/sim/mixed/world.rs`): the scheduler places a job on
     /// the instances changed for it in such a cycle.
     room_ready: Vec<String>,
+    /// Why each pending job waits and its place in its team's queue, as
+    /// the last full cycle said (a cycle limited to a few jobs computes no
+    /// positions): what the published queue shows.
+    waits: BTreeMap<i64, Wait>,
+    /// Where the world's events are counted, when this process exposes
+    /// the worker's metrics.
+    metrics: Option<Arc<WorkerMetrics>>,
     /// Recovery notes for the log.
     pub recovered: Vec<String>,
 }
@@ -193,8 +201,38 @@ impl World {
             events: Vec::new(),
             holds: Vec::new(),
             room_ready: Vec::new(),
+            waits: BTreeMap::new(),
+            metrics: None,
             recovered: Vec::new(),
         }
+    }
+
+    /// Counts the world's events (starts, ends, preemptions, MIG changes,
+    /// cycles) into `m`.
+    pub fn set_metrics(&mut self, m: Option<Arc<WorkerMetrics>>) {
+        self.metrics = m;
+    }
+
+    pub fn teams(&self) -> &[Team] {
+        &self.teams
+    }
+
+    pub fn reconfig_delay(&self) -> Nanos {
+        self.reconfig_delay
+    }
+
+    /// The unfinished jobs in submission order: each one's record and the
+    /// scheduler's view of it.
+    pub fn jobs(&self) -> impl Iterator<Item = (&JobRecord, &workload_job::Job)> {
+        self.jobs
+            .values()
+            .filter(|j| !j.done)
+            .map(|j| (&j.rec, &j.job))
+    }
+
+    /// Why a pending job waits, as the last full cycle said.
+    pub fn wait(&self, seq: i64) -> Option<&Wait> {
+        self.waits.get(&seq)
     }
 
     pub fn now(&self) -> Nanos {
@@ -413,6 +451,7 @@ impl World {
 
     /// A cycle of every job (`only` none) or of the pending jobs `only`.
     fn cycle_of(&mut self, only: Option<&[String]>) {
+        let began = std::time::Instant::now();
         let seqs: Vec<i64> = self
             .jobs
             .iter()
@@ -425,7 +464,10 @@ impl World {
             input.only = only;
             self.sch.cycle(&mut input)
         };
-        self.apply(decision, &seqs);
+        if let Some(m) = &self.metrics {
+            m.cycle(began.elapsed());
+        }
+        self.apply(decision, &seqs, only.is_none());
     }
 
     /// Sets each running job's last checkpoint: the scheduler picks
@@ -439,7 +481,7 @@ impl World {
         }
     }
 
-    fn apply(&mut self, d: Decision, seqs: &[i64]) {
+    fn apply(&mut self, d: Decision, seqs: &[i64], full: bool) {
         let Decision {
             starts,
             preemptions,
@@ -469,6 +511,9 @@ impl World {
         for p in &preemptions {
             self.preempt(p);
         }
+        if full {
+            self.waits.clear();
+        }
         // Why each job waits, on its row (no event: it changes often).
         for (i, wait) in waiting {
             let Some(j) = seqs.get(i).and_then(|s| self.jobs.get_mut(s)) else {
@@ -478,6 +523,9 @@ impl World {
             if j.rec.state == QUEUED && j.rec.reason != reason {
                 j.rec.reason = reason.to_string();
                 self.dirty.insert(j.rec.seq);
+            }
+            if full {
+                self.waits.insert(j.rec.seq, wait);
             }
         }
     }
@@ -498,7 +546,11 @@ impl World {
         }
         let mut ready = now;
         if s.creates {
+            // The MIG instance must be created first.
             ready += self.reconfig_delay;
+            if let Some(m) = &self.metrics {
+                m.reconfigured();
+            }
         }
         for g in s.assignment.grants.iter().filter(|g| g.slice.is_some()) {
             if let Some(&at) = self.adding.get(&(s.assignment.node.clone(), g.gpu)) {
@@ -541,6 +593,12 @@ impl World {
             j.job.phase = Phase::Running;
             j.job.started = now;
             j.job.checkpoint = now;
+            if let Some(m) = &self.metrics {
+                // A job new to its queue has no queued_at of its own.
+                let since = j.rec.runtime.queued_at.max(j.rec.submitted);
+                let wait = (now - since).max(0) as f64 / SECOND as f64;
+                m.started(&j.rec.team, j.rec.class.as_str(), wait);
+            }
             self.maybe_run(seq);
         }
     }
@@ -675,6 +733,9 @@ impl World {
         let j = self.jobs.get_mut(&seq).expect("job");
         j.finished = Some(now);
         j.done = true;
+        if let Some(m) = &self.metrics {
+            m.finished(&j.rec.team, j.rec.class.as_str(), state);
+        }
         self.record(seq, state, None, reason);
     }
 
@@ -696,6 +757,9 @@ impl World {
             p.for_job,
             secs(p.grace)
         );
+        if let Some(m) = &self.metrics {
+            m.preempted(&j.rec.team, j.rec.class.as_str());
+        }
         self.record(seq, PREEMPTED, None, reason);
         self.after(now + p.grace, Timer::Grace { seq, epoch });
     }
@@ -766,6 +830,9 @@ impl World {
         if let Err(e) = self.st.repartition(&rc.node, rc.gpu, rc.mig, &rc.layout) {
             tracing::error!(node = %rc.node, gpu = rc.gpu, error = %e, "reconfigure");
             return;
+        }
+        if let Some(m) = &self.metrics {
+            m.reconfigured();
         }
         let done = self.now + self.reconfig_delay;
         if rc.add {

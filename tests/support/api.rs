@@ -204,3 +204,38 @@ impl World {
             .unwrap()
     }
 }
+
+/// A worker for the tests: fast ticks, the demo cluster at `speed`.
+pub fn worker_options(speed: f64, id: &str) -> partita::worker::Options {
+    let mut opt =
+        partita::worker::Options::new(partita::worker::load_scenario(None).unwrap(), speed);
+    opt.tick = std::time::Duration::from_millis(20);
+    opt.lock_poll = std::time::Duration::from_millis(100);
+    opt.id = id.into();
+    opt
+}
+
+impl World {
+    /// Runs a worker until it has published its views, then stops it:
+    /// GET /cluster has something to show.
+    pub async fn publish_views(&self) {
+        let handle = partita::worker::spawn(self.pool.clone(), worker_options(60.0, "views"));
+        let start = std::time::Instant::now();
+        loop {
+            let n: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM worker_views WHERE kind = 'cluster'")
+                    .fetch_one(&self.pool)
+                    .await
+                    .unwrap();
+            if n == 1 {
+                break;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "no view published in 30 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        handle.stop().await;
+    }
+}
