@@ -192,7 +192,8 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
             taken_keys.push(key.clone());
         }
     }
-    let mut holders: HashMap<(i64, String), (String, Option<Vec<u8>>)> = HashMap::new();
+    // (user, key) -> (the job that has the key, its request's hash).
+    let mut holders: HashMap<(i64, String), KeyHolder> = HashMap::new();
     if !taken_keys.is_empty() {
         let rows = sqlx::query!(
             r#"SELECT j.user_id, j.idempotency_key AS "key!", j.id, j.idempotency_hash
@@ -205,7 +206,11 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
         .fetch_all(&mut *conn)
         .await?;
         for r in rows {
-            holders.insert((r.user_id, r.key), (r.id, r.idempotency_hash));
+            let holder = KeyHolder {
+                job: r.id,
+                hash: r.idempotency_hash,
+            };
+            holders.insert((r.user_id, r.key), holder);
         }
     }
 
@@ -225,16 +230,16 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
                 p.job.id
             )));
         };
-        let Some((id, stored_hash)) = holders.get(&(p.job.user_id, key.clone())) else {
+        let Some(holder) = holders.get(&(p.job.user_id, key.clone())) else {
             return Err(sqlx::Error::Protocol(format!(
                 "job {}: its idempotency key {key:?} is taken, but by no stored job",
                 p.job.id
             )));
         };
-        let outcome = if stored_hash.as_deref() == Some(hash.as_slice()) {
-            Submitted::Replayed(id.clone())
+        let outcome = if holder.hash.as_deref() == Some(hash.as_slice()) {
+            Submitted::Replayed(holder.job.clone())
         } else {
-            Submitted::Conflict(id.clone())
+            Submitted::Conflict(holder.job.clone())
         };
         out.push(Stored {
             outcome,
@@ -243,6 +248,12 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
         });
     }
     Ok(out)
+}
+
+/// The job that holds an idempotency key.
+struct KeyHolder {
+    job: String,
+    hash: Option<Vec<u8>>,
 }
 
 /// The jobs of a failed batch, each in a transaction of its own.
