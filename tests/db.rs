@@ -384,3 +384,74 @@ async fn readyz_answers_200_with_what_it_checked_and_healthz_answers() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+/// One job that the database refuses does not sink the others written in
+/// its batch: the batch is written again job by job, and each submission
+/// gets its own answer.
+#[tokio::test]
+async fn a_refused_job_does_not_sink_its_batch() {
+    use partita::store::group_commit::JobWriter;
+    use partita::store::jobs::{NewJob, Submitted};
+
+    let (pool, _) = support::fresh_db().await;
+    let (team, project, user, _) = seed(&pool).await;
+    let writer = JobWriter::spawn(pool.clone());
+    let job = |n: usize, project_id: i64| NewJob {
+        id: format!("job-batch-{n}"),
+        team_id: team,
+        project_id,
+        user_id: user,
+        name: format!("j{n}"),
+        class: "batch".into(),
+        spec: serde_json::json!({"tasks": []}),
+        request: serde_json::json!({}),
+        idempotency: Some((format!("key-{n}"), vec![n as u8; 32])),
+    };
+    // Job 3 names a project that does not exist (as if it went between the
+    // check and the write).
+    let handles: Vec<_> = (0..8)
+        .map(|n| {
+            let writer = writer.clone();
+            let j = job(n, if n == 3 { project + 1000 } else { project });
+            tokio::spawn(async move { writer.submit(j, "ann", "search").await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for h in handles {
+        answers.push(h.await.unwrap());
+    }
+    for (n, a) in answers.iter().enumerate() {
+        match (n, a) {
+            (3, Err(e)) => assert!(e.to_string().contains("foreign key"), "{e}"),
+            (3, Ok(s)) => panic!("job 3 stored: {s:?}"),
+            (_, Ok(s)) => assert_eq!(s.outcome, Submitted::Created(format!("job-batch-{n}"))),
+            (_, Err(e)) => panic!("job {n}: {e}"),
+        }
+    }
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE id LIKE 'job-batch-%'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, 7);
+    let events: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM job_events e JOIN jobs j ON j.seq = e.job_seq WHERE j.id LIKE 'job-batch-%'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(events, 14);
+    // Replays of the stored ones answer with their job, in a batch too.
+    let handles: Vec<_> = (0..8)
+        .filter(|&n| n != 3)
+        .map(|n| {
+            let writer = writer.clone();
+            let mut j = job(n, project);
+            j.id = format!("job-other-{n}");
+            tokio::spawn(async move { (n, writer.submit(j, "ann", "search").await.unwrap()) })
+        })
+        .collect();
+    for h in handles {
+        let (n, s) = h.await.unwrap();
+        assert_eq!(s.outcome, Submitted::Replayed(format!("job-batch-{n}")));
+    }
+}
