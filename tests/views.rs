@@ -225,6 +225,25 @@ async fn queue_cluster_and_job_views_are_the_workers_and_scoped_per_team() {
             .unwrap()
             .starts_with("quota")
     );
+    // Why it waits is the job's reason too, in its answer and in listings
+    // (the row keeps "in team search's queue").
+    assert_eq!(second.body["reason"], second.body["queue"]["reason"]);
+    let listed = call(
+        &w.app,
+        "GET",
+        "/api/v1/jobs?state=queued",
+        Some(&member),
+        None,
+    )
+    .await;
+    let listed = listed.body["jobs"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .all(|j| j["reason"].as_str().unwrap().starts_with("quota")),
+        "{listed:?}"
+    );
     let hidden = call(
         &w.app,
         "GET",

@@ -382,7 +382,8 @@ pub async fn list_jobs(
         Some(last) if rows.len() as i64 == f.limit => last.seq.to_string(),
         _ => String::new(),
     };
-    let jobs = rows.iter().map(job_view).collect::<ApiResult<Vec<_>>>()?;
+    let mut jobs = rows.iter().map(job_view).collect::<ApiResult<Vec<_>>>()?;
+    super::views::add_wait_reasons(&state, &mut jobs).await?;
     Ok(Json(api::JobList { jobs, next }))
 }
 

@@ -158,13 +158,18 @@ fn hide_other_teams(c: &mut api::Cluster, team: &str) {
 }
 
 /// Adds to a job's view what the Go build shows on GET /jobs/{id}: while
-/// it is queued, its place in its team's queue; while it holds resources,
-/// where each task is.
+/// it is queued, its place in its team's queue and why it waits (the
+/// worker publishes it; the row keeps the reason of the job's last
+/// change of state); while it holds resources, where each task is.
 pub async fn add_place(state: &AppState, job: &JobRow, view: &mut api::Job) -> ApiResult<()> {
     match job.state.as_str() {
         api::STATE_QUEUED => {
             let (_, published) = views::queues(&state.pool, Some(&job.team)).await?;
-            view.queue = Some(slot_of(published.get(&job.team), &job.id));
+            let slot = slot_of(published.get(&job.team), &job.id);
+            if let Some(why) = wait_reason(&slot) {
+                view.reason = why.to_string();
+            }
+            view.queue = Some(slot);
         }
         "admitted" | "running" | "preempted" => {
             let Some(runtime) = views::runtime(&state.pool, job.seq).await? else {
@@ -210,4 +215,40 @@ pub async fn add_place(state: &AppState, job: &JobRow, view: &mut api::Job) -> A
         _ => {}
     }
     Ok(())
+}
+
+/// Sets each queued job's reason to why it waits, as the worker last
+/// published it (a listing's page: one read of each team's queue).
+pub async fn add_wait_reasons(state: &AppState, jobs: &mut [api::Job]) -> ApiResult<()> {
+    let mut teams: Vec<&str> = jobs
+        .iter()
+        .filter(|j| j.state == api::STATE_QUEUED)
+        .map(|j| j.team.as_str())
+        .collect();
+    teams.sort_unstable();
+    teams.dedup();
+    let mut reasons = std::collections::HashMap::new();
+    for team in teams {
+        let (_, published) = views::queues(&state.pool, Some(team)).await?;
+        if let Some(q) = published.get(team) {
+            for (id, slot) in &q.slots {
+                if let Some(why) = wait_reason(slot) {
+                    reasons.insert(id.clone(), why.to_string());
+                }
+            }
+        }
+    }
+    for j in jobs.iter_mut().filter(|j| j.state == api::STATE_QUEUED) {
+        if let Some(r) = reasons.remove(&j.id) {
+            j.reason = r;
+        }
+    }
+    Ok(())
+}
+
+/// Why a job waits, once a cycle has said (before that, the job's row
+/// says it is in its team's queue, as the Go build shows it).
+fn wait_reason(slot: &api::QueueSlot) -> Option<&str> {
+    let why = slot.reason.as_str();
+    (!why.is_empty() && why != crate::worker::views::NOT_CYCLED).then_some(why)
 }

@@ -12,10 +12,11 @@
 //! again alone ([`jobs::submit`]) and gets its own answer.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::PgPool;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::jobs::{self, NewJob, Submitted};
 
@@ -23,6 +24,11 @@ use super::jobs::{self, NewJob, Submitted};
 /// (and answers) every few milliseconds, and the statement's arrays stay
 /// small.
 pub const MAX_BATCH: usize = 256;
+
+/// Batches written at once, each on a connection of its own: while one
+/// waits for its commit to reach the disk, the next is being written (and
+/// PostgreSQL flushes their commits together).
+const IN_FLIGHT: usize = 2;
 
 /// Submissions waiting for the writer; a full queue makes handlers wait
 /// (back-pressure) rather than grow without bound.
@@ -77,20 +83,32 @@ impl JobWriter {
 }
 
 async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Pending>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while waiting.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let answers = match write_batch(&pool, &batch).await {
-            Ok(stored) => stored.into_iter().map(Ok).collect(),
-            Err(err) => {
-                tracing::warn!(jobs = batch.len(), %err, "a batch of submissions failed; writing each alone");
-                write_each(&pool, &batch).await
-            }
+    let writing = Arc::new(Semaphore::new(IN_FLIGHT));
+    loop {
+        // While every writer is busy, submissions gather for the next.
+        let Ok(permit) = Arc::clone(&writing).acquire_owned().await else {
+            return;
         };
-        for (p, answer) in batch.drain(..).zip(answers) {
-            // The handler may have gone (its client hung up): the job is
-            // stored all the same, as a replay of its key will show.
-            let _ = p.reply.send(answer);
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        if waiting.recv_many(&mut batch, MAX_BATCH).await == 0 {
+            return;
         }
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let answers = match write_batch(&pool, &batch).await {
+                Ok(stored) => stored.into_iter().map(Ok).collect(),
+                Err(err) => {
+                    tracing::warn!(jobs = batch.len(), %err, "a batch of submissions failed; writing each alone");
+                    write_each(&pool, &batch).await
+                }
+            };
+            drop(permit);
+            for (p, answer) in batch.into_iter().zip(answers) {
+                // The handler may have gone (its client hung up): the job
+                // is stored all the same, as a replay of its key will show.
+                let _ = p.reply.send(answer);
+            }
+        });
     }
 }
 

@@ -514,16 +514,15 @@ impl World {
         if full {
             self.waits.clear();
         }
-        // Why each job waits, on its row (no event: it changes often).
+        // Why each job waits: kept here and published with the queue
+        // (`views.rs`), not written on the job's row, as the Go build keeps
+        // it in memory. It changes with every cycle for thousands of jobs;
+        // writing it cost a row update per waiting job, as much again as
+        // storing its submission.
         for (i, wait) in waiting {
-            let Some(j) = seqs.get(i).and_then(|s| self.jobs.get_mut(s)) else {
+            let Some(j) = seqs.get(i).and_then(|s| self.jobs.get(s)) else {
                 continue;
             };
-            let reason = wait.reason.as_str();
-            if j.rec.state == QUEUED && j.rec.reason != reason {
-                j.rec.reason = reason.to_string();
-                self.dirty.insert(j.rec.seq);
-            }
             if full {
                 self.waits.insert(j.rec.seq, wait);
             }
