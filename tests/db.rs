@@ -455,3 +455,54 @@ async fn a_refused_job_does_not_sink_its_batch() {
         assert_eq!(s.outcome, Submitted::Replayed(format!("job-batch-{n}")));
     }
 }
+
+/// `cluster_now()`, the clock submissions are stamped with: NULL before
+/// any worker started the clock; the last tick's time while no active
+/// worker was seen lately; running on at the worker's speed while one was.
+#[tokio::test]
+async fn cluster_now_runs_at_the_workers_speed_only_while_a_worker_is_seen() {
+    let (pool, _) = support::fresh_db().await;
+    let now = || async {
+        sqlx::query_scalar::<_, Option<chrono::DateTime<chrono::Utc>>>("SELECT cluster_now()")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(now().await, None);
+    // Cluster time zero at 2026-01-01T00:00:00Z; the last tick at cluster
+    // time 1 h, reached 2 wall seconds ago; 60 times faster than the wall.
+    let epoch = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let wall = chrono::Utc::now() - chrono::TimeDelta::seconds(2);
+    for (k, v) in [
+        ("epoch", epoch.timestamp_nanos_opt().unwrap().to_string()),
+        ("clock", (3600 * 1_000_000_000_i64).to_string()),
+        (
+            "clock_wall",
+            wall.timestamp_nanos_opt().unwrap().to_string(),
+        ),
+        ("speed", "60".to_string()),
+    ] {
+        sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2)")
+            .bind(k)
+            .bind(v)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let tick = epoch + chrono::TimeDelta::hours(1);
+    assert_eq!(now().await, Some(tick), "no worker: the clock stands still");
+    sqlx::query("INSERT INTO workers (id, active, heartbeat_at) VALUES ('w1', true, now())")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let ran = (now().await.unwrap() - tick).num_milliseconds();
+    // 2 wall seconds (and a little) at 60x: about 120 cluster seconds.
+    assert!((120_000..125_000).contains(&ran), "{ran} ms");
+    sqlx::query("UPDATE workers SET heartbeat_at = now() - interval '11 seconds'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(now().await, Some(tick), "the worker was not seen lately");
+}

@@ -2,8 +2,8 @@
 //! does (`go/internal/store/writer.go`): every submission handler hands
 //! its checked job to one writer task, which takes whatever else is
 //! waiting (up to [`MAX_BATCH`]) and stores the lot with one statement, so
-//! a burst of submissions shares one commit, one WAL flush and two round
-//! trips instead of paying six each. Each handler is answered only after
+//! a burst of submissions shares one commit, one WAL flush and one round
+//! trip instead of paying six each. Each handler is answered only after
 //! that commit: an acknowledged job is on disk.
 //!
 //! One job refused in a batch (a lost race with an idempotency key is not
@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -118,12 +118,6 @@ async fn run(pool: PgPool, mut waiting: mpsc::Receiver<Pending>) {
 /// the batch's order.
 async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Stored>> {
     let mut conn = pool.acquire().await?;
-    // In microseconds, as PostgreSQL keeps it: the answer shows the time
-    // that reading the job back shows.
-    let submitted_at = crate::worker::clock::cluster_now(&mut conn)
-        .await?
-        .unwrap_or_else(Utc::now)
-        .trunc_subsecs(6);
     let n = batch.len();
     let mut ids = Vec::with_capacity(n);
     let mut team_ids = Vec::with_capacity(n);
@@ -156,11 +150,15 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
         hashes.push(hash);
         submitters.push(format!("by {}", p.user));
     }
-    // A key used twice within the batch, or before it, makes no second
-    // row: ON CONFLICT skips it and it is answered below from the row that
-    // has the key.
+    // Submitted in cluster time (`cluster_now()`, see `jobs::submit`), one
+    // time for the batch. A key used twice within the batch, or before it,
+    // makes no second row: ON CONFLICT skips it and it is answered below
+    // from the row that has the key.
     let inserted = sqlx::query!(
-        r#"WITH input AS (
+        r#"WITH stamp AS MATERIALIZED (
+               SELECT COALESCE(cluster_now(), now()) AS at
+           ),
+           input AS (
                SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::text[],
                                     $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
                                     $11::text[], $12::text[])
@@ -171,20 +169,20 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
                INSERT INTO jobs (id, team_id, project_id, user_id, name, class, state, reason, spec,
                                  request, idempotency_key, idempotency_hash, submitted_at)
                SELECT id, team_id, project_id, user_id, name, class, 'queued', reason, spec::jsonb,
-                      request::jsonb, NULLIF(key, ''), decode(NULLIF(hash, ''), 'hex'), $13
-               FROM input ORDER BY n
+                      request::jsonb, NULLIF(key, ''), decode(NULLIF(hash, ''), 'hex'), stamp.at
+               FROM input, stamp ORDER BY n
                ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-               RETURNING seq, id
+               RETURNING seq, id, submitted_at
            ),
            events AS (
                INSERT INTO job_events (job_seq, at, state, reason, clock)
-               SELECT i.seq, $13, e.state, e.reason, 'cluster'
+               SELECT i.seq, i.submitted_at, e.state, e.reason, 'cluster'
                FROM inserted i JOIN input USING (id)
                CROSS JOIN LATERAL (VALUES (1, 'submitted', input.submitter),
                                           (2, 'queued', input.reason)) AS e(k, state, reason)
                ORDER BY i.seq, e.k
            )
-           SELECT id AS "id!", seq AS "seq!" FROM inserted"#,
+           SELECT id AS "id!", seq AS "seq!", submitted_at AS "submitted_at!" FROM inserted"#,
         &ids,
         &team_ids,
         &project_ids,
@@ -197,11 +195,13 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
         &keys,
         &hashes,
         &submitters,
-        submitted_at
     )
     .fetch_all(&mut *conn)
     .await?;
-    let seqs: HashMap<String, i64> = inserted.into_iter().map(|r| (r.id, r.seq)).collect();
+    let seqs: HashMap<String, (i64, DateTime<Utc>)> = inserted
+        .into_iter()
+        .map(|r| (r.id, (r.seq, r.submitted_at)))
+        .collect();
 
     // The jobs not inserted: their key was taken; by which job, and was
     // it the same request?
@@ -236,7 +236,7 @@ async fn write_batch(pool: &PgPool, batch: &[Pending]) -> sqlx::Result<Vec<Store
 
     let mut out = Vec::with_capacity(n);
     for p in batch {
-        if let Some(&seq) = seqs.get(&p.job.id) {
+        if let Some(&(seq, submitted_at)) = seqs.get(&p.job.id) {
             out.push(Stored {
                 outcome: Submitted::Created(p.job.id.clone()),
                 seq: Some(seq),

@@ -3,7 +3,7 @@
 //! requests the worker acts on. Times the API writes are wall time
 //! (`migrations/0004_api_requests.sql`).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use partita_engine::workload;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -77,7 +77,7 @@ pub async fn submit(
     // start sets it so).
     let submitted_at = crate::worker::clock::cluster_now(&mut tx)
         .await?
-        .unwrap_or_else(Utc::now);
+        .unwrap_or_else(|| Utc::now().trunc_subsecs(6));
     let seq = sqlx::query_scalar!(
         "INSERT INTO jobs (id, team_id, project_id, user_id, name, class, state, reason, spec, request,
                            idempotency_key, idempotency_hash, submitted_at)

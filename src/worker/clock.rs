@@ -136,39 +136,14 @@ pub async fn save(conn: &mut PgConnection, clock: &Clock, t: Nanos) -> Result<()
 
 /// The cluster time now as another process sees it: the last tick's, plus
 /// the wall time since at the worker's speed while an active worker was
-/// seen in the last 10 s (else the clock stands still). `None` before any
-/// worker started the clock.
+/// seen in the last 10 s (else the clock stands still); in microseconds.
+/// `None` before any worker started the clock. The rule is the SQL
+/// function `cluster_now()` (`migrations/0009_cluster_now.sql`), which the
+/// submissions' statement calls too.
 pub async fn cluster_now(conn: &mut PgConnection) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    // One round trip (every submission asks): the clock's rows, each with
-    // whether an active worker was seen lately (an uncorrelated subquery,
-    // evaluated once).
-    let rows = sqlx::query!(
-        r#"SELECT key, value,
-                  EXISTS (SELECT 1 FROM workers
-                          WHERE active AND heartbeat_at > now() - interval '10 seconds') AS "live!"
-           FROM meta WHERE key IN ('epoch', 'clock', 'clock_wall', 'speed')"#
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let get = |k: &str| rows.iter().find(|r| r.key == k).map(|r| r.value.as_str());
-    let (Some(epoch), Some(clock)) = (
-        get("epoch").and_then(|v| v.parse::<i64>().ok()),
-        get("clock").and_then(|v| v.parse::<i64>().ok()),
-    ) else {
-        return Ok(None);
-    };
-    let live = rows.first().is_some_and(|r| r.live);
-    let mut t = clock;
-    if live
-        && let (Some(wall), Some(speed)) = (
-            get("clock_wall").and_then(|v| v.parse::<i64>().ok()),
-            get("speed").and_then(|v| v.parse::<f64>().ok()),
-        )
-    {
-        let now = Utc::now().timestamp_nanos_opt().unwrap_or(wall);
-        t += ((now - wall).max(0) as f64 * speed) as i64;
-    }
-    Ok(Some(at(DateTime::from_timestamp_nanos(epoch), t)))
+    sqlx::query_scalar!("SELECT cluster_now()")
+        .fetch_one(&mut *conn)
+        .await
 }
 
 #[cfg(test)]
