@@ -33,15 +33,16 @@ pub mod views;
 pub mod world;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use partita_engine::random::Rand;
 use partita_engine::scenario::{self, Scenario};
 use partita_engine::sched::{self, Nanos, SECOND, Scheduler};
+use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection, PgPool};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::AbortHandle;
 
 use crate::metrics::WorkerMetrics;
 use estimate::Recipe;
@@ -123,29 +124,64 @@ pub fn load_scenario(path: Option<&std::path::Path>) -> anyhow::Result<Scenario>
 /// of the lock), or `abort` it (as a crash: its connection just closes).
 pub struct Handle {
     stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    abort: AbortHandle,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Handle {
     pub async fn stop(self) {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
+        let thread = self.thread;
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
 
     pub fn abort(&self) {
-        self.task.abort();
+        self.abort.abort();
     }
 
     pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
+        self.thread.is_finished()
     }
 }
 
-/// Starts a worker on the runtime; it runs until stopped.
+/// Starts a worker on a thread of its own, with its own (single-threaded)
+/// async runtime and its own two connections to `pool`'s database; it runs
+/// until stopped. A cycle is a stretch of computing that holds its thread
+/// (tens of milliseconds on a long queue): on a thread of the web
+/// server's runtime it would hold up the requests queued behind it.
 pub fn spawn(pool: PgPool, opt: Options) -> Handle {
     let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(run(pool, opt, stopped));
-    Handle { stop, task }
+    let connect = (*pool.connect_options()).clone();
+    let (aborts, abort) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("partita-worker".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(error = %e, "worker: no runtime");
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let pool = PgPoolOptions::new()
+                    .max_connections(2)
+                    .connect_lazy_with(connect);
+                let task = tokio::spawn(run(pool, opt, stopped));
+                let _ = aborts.send(task.abort_handle());
+                let _ = task.await;
+            });
+        })
+        .expect("a thread for the worker");
+    let abort = abort.recv().expect("the worker's task started");
+    Handle {
+        stop,
+        abort,
+        thread,
+    }
 }
 
 /// Runs a worker until `stopped` turns true: waits for the lock, then
@@ -241,12 +277,25 @@ async fn active(
     );
     let mut stats = JobStats::new(queued + holding);
     // Whatever recovery changed (a placement lost) is written at once.
-    tick(&mut conn, &mut world, &mut publisher, &clock, opt, None).await?;
+    let mut cadence = Cadence::new();
+    tick(
+        &mut conn,
+        &mut world,
+        &mut publisher,
+        &mut cadence,
+        &clock,
+        opt,
+        None,
+    )
+    .await?;
     loop {
-        let wait = match world.next_timer() {
+        let mut wait = match world.next_timer() {
             Some(at) => clock.wall_until(at).min(opt.tick),
             None => opt.tick,
         };
+        if let Some(gap) = cadence.wanted_in() {
+            wait = wait.min(gap);
+        }
         tokio::select! {
             () = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
             _ = stopped.changed() => {}
@@ -265,6 +314,7 @@ async fn active(
             &mut conn,
             &mut world,
             &mut publisher,
+            &mut cadence,
             &clock,
             opt,
             Some(&mut since),
@@ -306,6 +356,7 @@ async fn tick(
     conn: &mut PgConnection,
     world: &mut World,
     publisher: &mut Publisher,
+    cadence: &mut Cadence,
     clock: &clock::Clock,
     opt: &Options,
     since: Option<&mut i64>,
@@ -327,7 +378,7 @@ async fn tick(
         *since = mark;
     }
     let now = clock.now();
-    world.advance(now);
+    changed |= world.advance(now);
     if read {
         for r in store::requests(&mut tx).await? {
             if !world.knows(r.seq) {
@@ -341,8 +392,11 @@ async fn tick(
             changed = true;
         }
     }
-    if changed || world.any_pending() {
+    cadence.want |= changed;
+    if cadence.due(opt.tick, || world.any_pending()) {
+        let began = Instant::now();
         world.cycle();
+        cadence.cycled(began);
     }
     let changes = world.take_changes();
     store::write(&mut tx, clock, world.now(), &changes, &opt.id).await?;
@@ -352,6 +406,58 @@ async fn tick(
     }
     tx.commit().await?;
     Ok(added)
+}
+
+/// When the worker runs a cycle (the Go build's rule, `standalone/loop.go`):
+/// when something changed (a submission, a request, a timer fired) or,
+/// with jobs waiting, a tick has passed since the last; but never sooner
+/// than [`Cadence::MIN_GAP`] after the last, nor sooner than nine times
+/// what the last took. A cycle looks at every waiting job and holds its
+/// thread meanwhile: on a long queue this keeps the scheduler to a tenth
+/// of the CPU, which the web server and PostgreSQL need too, and a burst
+/// of submissions is scheduled in a few cycles, not one each.
+struct Cadence {
+    want: bool,
+    last: Option<Instant>,
+    took: Duration,
+}
+
+impl Cadence {
+    const MIN_GAP: Duration = Duration::from_millis(100);
+
+    fn new() -> Cadence {
+        Cadence {
+            want: true,
+            last: None,
+            took: Duration::ZERO,
+        }
+    }
+
+    fn gap(&self) -> Duration {
+        Self::MIN_GAP.max(self.took * 9)
+    }
+
+    /// Whether to cycle now; `pending` (whether any job waits) is asked
+    /// only when it matters, since it looks at every job.
+    fn due(&self, tick: Duration, pending: impl FnOnce() -> bool) -> bool {
+        let Some(last) = self.last else {
+            return true;
+        };
+        let since = last.elapsed();
+        since >= self.gap() && (self.want || (since >= tick && pending()))
+    }
+
+    fn cycled(&mut self, began: Instant) {
+        self.want = false;
+        self.took = began.elapsed();
+        self.last = Some(began);
+    }
+
+    /// How long until a wanted cycle may run.
+    fn wanted_in(&self) -> Option<Duration> {
+        let last = self.last?;
+        self.want.then(|| self.gap().saturating_sub(last.elapsed()))
+    }
 }
 
 /// Keeps PostgreSQL's statistics of `jobs` up to date while it grows fast.

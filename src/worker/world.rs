@@ -389,8 +389,9 @@ impl World {
     }
 
     /// Fires every timer due by `now`, each at its own time, then moves
-    /// the world's clock to `now`.
-    pub fn advance(&mut self, now: Nanos) {
+    /// the world's clock to `now`; says whether any fired.
+    pub fn advance(&mut self, now: Nanos) -> bool {
+        let mut fired = false;
         while let Some(entry) = self.timers.first_entry() {
             let at = entry.key().0;
             if at > now {
@@ -400,8 +401,10 @@ impl World {
             // Whole seconds, as every recorded time (clock.rs).
             self.now = self.now.max(at + (SECOND - at.rem_euclid(SECOND)) % SECOND);
             self.fire(t);
+            fired = true;
         }
         self.now = self.now.max(now);
+        fired
     }
 
     fn after(&mut self, at: Nanos, t: Timer) {
