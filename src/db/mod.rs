@@ -131,10 +131,14 @@ impl Database {
     }
 }
 
-/// A pool on `options`.
+/// A pool on `options`. Connections are not pinged each time they are
+/// taken from the pool (sqlx's default): that doubled the round trips of
+/// every query. A connection that broke meanwhile (PostgreSQL restarted)
+/// fails its next query instead, and is dropped.
 pub async fn connect(options: PgConnectOptions) -> Result<PgPool, DbError> {
     PgPoolOptions::new()
         .max_connections(16)
+        .test_before_acquire(false)
         .acquire_timeout(CONNECT_TIMEOUT)
         .connect_with(options)
         .await
