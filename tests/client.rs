@@ -794,3 +794,98 @@ fn queue_and_cluster_print_the_go_shapes() {
         "cluster: 401 Unauthorized: invalid or revoked token (the token from --token)\n"
     );
 }
+
+/// `queue` and `cluster` against `partita serve` with its worker: a gang
+/// that runs shows on its GPUs, a second one that the team's burst (48
+/// GPUs) cannot hold beside it waits in the queue with a position and a
+/// reason.
+#[test]
+fn queue_and_cluster_against_partita_serve() {
+    let w = World::start();
+    // The demo cluster's research team (the worker seeds it on a new
+    // database); the admin names it. A gang of four 8-GPU tasks, then one
+    // that waits behind it.
+    for _ in 0..100 {
+        if w.admin(&["admin", "teams", "list"])
+            .ok()
+            .stdout
+            .contains("research")
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let submit = |args: &[&str]| {
+        let mut all = vec!["submit", "--team", "research"];
+        all.extend(args);
+        first_word(&w.admin(&all).ok().stdout)
+    };
+    let running = submit(&[
+        "--gpus",
+        "8",
+        "--tasks",
+        "4",
+        "--gang",
+        "4",
+        "--duration",
+        "2h",
+    ]);
+    let waiting = submit(&[
+        "--gpus",
+        "8",
+        "--tasks",
+        "4",
+        "--gang",
+        "4",
+        "--duration",
+        "1h",
+    ]);
+    let mut last = String::new();
+    for _ in 0..100 {
+        let out = w.admin(&["queue"]).ok();
+        last = out.stdout.clone();
+        if out.stdout.contains(&waiting) && !out.stdout.contains("next scheduling cycle") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let lines: Vec<&str> = last.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "TEAM", "POS", "JOB", "CLASS", "GPUS", "WAITING", "EST.", "START", "REASON"
+        ],
+        "{last}"
+    );
+    let row: Vec<&str> = lines
+        .iter()
+        .find(|l| l.contains(&waiting))
+        .unwrap_or_else(|| panic!("{waiting} not queued: {last}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[..5],
+        ["research", "1", waiting.as_str(), "batch", "32.00"],
+        "{last}"
+    );
+    assert!(
+        !last.contains(&running),
+        "the running gang is not queued: {last}"
+    );
+
+    let out = w.admin(&["cluster"]).ok();
+    let first = out.stdout.lines().next().unwrap_or("");
+    assert!(first.starts_with("cluster time "), "{}", out.stdout);
+    assert!(
+        first.ends_with("48 GPUs: 32.0 allocated (67%), 32.0 useful (67%); 1 running, 1 queued"),
+        "{}",
+        out.stdout
+    );
+    // As the Go client prints it: a whole GPU with the share held.
+    let busy = out
+        .stdout
+        .lines()
+        .filter(|l| l.split_whitespace().skip(3).collect::<Vec<_>>() == ["whole", "1000/1000"])
+        .count();
+    assert_eq!(busy, 32, "{}", out.stdout);
+}
