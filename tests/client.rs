@@ -889,3 +889,63 @@ fn queue_and_cluster_against_partita_serve() {
         .count();
     assert_eq!(busy, 32, "{}", out.stdout);
 }
+
+/// `partita serve --cluster FILE` checks submissions against that
+/// cluster's nodes (here of four GPUs), not the built-in demo cluster's.
+#[test]
+fn serve_checks_submissions_against_its_cluster_file() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (_pool, name) = rt.block_on(support::fresh_db());
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("partita-data");
+    let cluster = home.path().join("small.yaml");
+    std::fs::write(
+        &cluster,
+        "name: small\nduration: 1h\nnodes:\n  - group: l4\n    count: 2\n    gpu: H100-80GB\n    gpus: 4\n    cpu: 64\n    memory: 512Gi\nteams:\n  - name: research\n    guaranteed_gpus: 4\n    burst_gpus: 8\n",
+    )
+    .unwrap();
+    let serve = Serve::start(
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--cluster",
+            cluster.to_str().unwrap(),
+        ],
+        &[("DATABASE_URL", &support::url(&name))],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cwd = tempfile::tempdir().unwrap();
+    let submit = |gpus: &str| {
+        partita(
+            cwd.path(),
+            &[
+                "submit",
+                "--team",
+                "research",
+                "--gpus",
+                gpus,
+                "--server",
+                &serve.addr,
+                "--data-dir",
+                data.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    // The worker seeds the file's team on the new database.
+    let mut out = submit("4");
+    for _ in 0..100 {
+        if out.code == Some(0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        out = submit("4");
+    }
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = submit("8");
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.starts_with("submit: 400 Bad Request: ") && out.stderr.contains("gpu"),
+        "{out:?}"
+    );
+}

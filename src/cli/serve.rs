@@ -14,6 +14,7 @@ use anyhow::Context;
 use crate::db::bootstrap::{self, Bootstrap};
 use crate::db::{Database, Settings};
 use crate::metrics::Metrics;
+use crate::server::cluster::ClusterShape;
 use crate::server::{self, AppState};
 
 #[derive(Debug, clap::Args)]
@@ -100,6 +101,16 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     stdout.flush()?;
     let mut state = AppState::new(database.pool.clone());
     state.metrics = metrics;
+    // Submissions are checked against the cluster the worker runs (with
+    // `--no-worker`, the one named here: give the web server and the
+    // worker the same file).
+    if let Some(path) = &args.cluster.cluster {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the cluster {}", path.display()))?;
+        let shape = ClusterShape::from_scenario(&text, &path.display().to_string())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        state.cluster = Arc::new(shape);
+    }
     let app = server::app(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
