@@ -506,3 +506,36 @@ async fn cluster_now_runs_at_the_workers_speed_only_while_a_worker_is_seen() {
         .unwrap();
     assert_eq!(now().await, Some(tick), "the worker was not seen lately");
 }
+
+/// A job's project must be its team's: the database refuses another
+/// team's project (migration 0010).
+#[tokio::test]
+async fn a_job_cannot_name_another_teams_project() {
+    let (pool, _) = support::fresh_db().await;
+    let (team, _, user, _) = seed(&pool).await;
+    let other: i64 = sqlx::query_scalar("INSERT INTO teams (name) VALUES ('ads') RETURNING id")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let theirs: i64 = sqlx::query_scalar(
+        "INSERT INTO projects (team_id, name) VALUES ($1, 'banners') RETURNING id",
+    )
+    .bind(other)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let err = sqlx::query(
+        "INSERT INTO jobs (id, team_id, project_id, user_id, class, state, spec, request, submitted_at)
+         VALUES ('job-x', $1, $2, $3, 'batch', 'queued', '{}', '{}', now())",
+    )
+    .bind(team)
+    .bind(theirs)
+    .bind(user)
+    .execute(&pool)
+    .await
+    .unwrap_err();
+    assert_eq!(
+        database_error(err).constraint(),
+        Some("jobs_project_in_team")
+    );
+}
