@@ -9,10 +9,8 @@
 //! TLS client in the tree, so an `https://` server is refused up front
 //! with a message saying so.
 //!
-//! The typed calls return the types of [`crate::api`]. Three answers have
-//! no type there yet: `GET /queue` and `GET /cluster` (being added to the
-//! server elsewhere, with the Go build's shapes) and the reports (whose
-//! server type only serialises); [`views`] mirrors them.
+//! The typed calls return the types of [`crate::api`], but for the
+//! reports, whose server type only serialises: [`report`] reads them.
 
 use std::time::Duration;
 
@@ -294,8 +292,8 @@ impl Client {
         self.get(&format!("{}/jobs{query}", api::PREFIX))
     }
 
-    /// `GET /jobs/{id}`: a [`views::ShownJob`], the job with its events
-    /// (and its queue slot and placements, when the server sends them).
+    /// `GET /jobs/{id}`: a [`api::Job`], the job with its events,
+    /// its queue slot while queued and each task's placement while it runs.
     pub fn job<T: DeserializeOwned>(&self, id: &str) -> Result<T, ClientError> {
         self.get(&job_path(id, ""))
     }
@@ -310,18 +308,18 @@ impl Client {
         self.call(Method::POST, &job_path(id, "/requeue"), None::<&()>)
     }
 
-    /// `GET /queue`: a [`views::Queue`].
+    /// `GET /queue`: an [`api::Queue`].
     pub fn queue<T: DeserializeOwned>(&self, query: &str) -> Result<T, ClientError> {
         self.get(&format!("{}/queue{query}", api::PREFIX))
     }
 
-    /// `GET /cluster`: a [`views::Cluster`].
+    /// `GET /cluster`: an [`api::Cluster`].
     pub fn cluster<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
         self.get(&format!("{}/cluster", api::PREFIX))
     }
 
     /// `GET /reports/{kind}` (usage or chargeback) as JSON: a
-    /// [`views::Report`].
+    /// [`report::Report`].
     pub fn report<T: DeserializeOwned>(&self, kind: &str, query: &str) -> Result<T, ClientError> {
         self.get(&format!("{}/reports/{kind}{query}", api::PREFIX))
     }
@@ -422,190 +420,12 @@ fn job_path(id: &str, action: &str) -> String {
     format!("{}/jobs/{}{action}", api::PREFIX, escape(id))
 }
 
-/// Answers that have no type in [`crate::api`] (yet), mirroring the Go
-/// build's `go/internal/api` shapes. Unknown fields are ignored, so a
-/// server that sends more still decodes. When the server's own types for
-/// the queue and the cluster land in `src/api`, these give way to them.
-pub mod views {
+/// A usage or chargeback report as the client reads it (the server's
+/// `accounting::Report` only serialises). Every other answer is read into
+/// the server's own types in [`crate::api`].
+pub mod report {
     use chrono::{DateTime, Utc};
-    use serde::de::Error as _;
-    use serde::{Deserialize, Deserializer};
-
-    use crate::api;
-
-    /// The cluster's clock (Go's `api.Clock`): its now, cluster time, and
-    /// how much faster than the wall clock it runs.
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Clock {
-        pub now: DateTime<Utc>,
-        pub speed: f64,
-    }
-
-    /// A queued job's place (Go's `api.QueueSlot`).
-    #[derive(Debug, Clone, Default, Deserialize)]
-    pub struct QueueSlot {
-        /// In its team's queue; 1 is next.
-        pub position: i64,
-        #[serde(default)]
-        pub reason: String,
-        /// Cluster time; absent when the projection does not reach it.
-        #[serde(default)]
-        pub estimated_start: Option<DateTime<Utc>>,
-        /// The same in wall-clock seconds from now.
-        #[serde(default)]
-        pub wait_seconds: Option<f64>,
-    }
-
-    /// `GET /queue` (Go's `api.Queue`): every queued job by team, in the
-    /// order the scheduler considers them.
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Queue {
-        pub clock: Clock,
-        #[serde(default)]
-        pub teams: Vec<TeamQueue>,
-    }
-
-    /// One team's queued jobs (Go's `api.TeamQueue`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct TeamQueue {
-        pub team: String,
-        #[serde(default)]
-        pub jobs: Vec<QueueEntry>,
-    }
-
-    /// One queued job (Go's `api.QueueEntry`, which embeds `QueueSlot`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct QueueEntry {
-        pub job: String,
-        #[serde(default)]
-        pub name: String,
-        #[serde(default)]
-        pub project: String,
-        pub class: String,
-        pub gpus: f64,
-        pub submitted_at: DateTime<Utc>,
-        #[serde(flatten)]
-        pub slot: QueueSlot,
-    }
-
-    /// `GET /cluster` (Go's `api.Cluster`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Cluster {
-        pub clock: Clock,
-        pub gpus: i64,
-        pub utilization: Utilization,
-        #[serde(default)]
-        pub nodes: Vec<Node>,
-    }
-
-    /// In GPUs and as a share of all GPUs (Go's `api.Utilization`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Utilization {
-        pub allocated_gpus: f64,
-        pub useful_gpus: f64,
-        pub allocated: f64,
-        pub useful: f64,
-        pub queued_jobs: i64,
-        pub running_jobs: i64,
-    }
-
-    /// One machine (Go's `api.Node`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Node {
-        pub name: String,
-        #[serde(default)]
-        pub gpus: Vec<Gpu>,
-    }
-
-    /// One GPU (Go's `api.GPU`): whole or shared in milli with MIG off,
-    /// split into slices with MIG on.
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Gpu {
-        pub index: i64,
-        pub model: String,
-        #[serde(default)]
-        pub mig: bool,
-        /// A MIG change is in flight.
-        #[serde(default)]
-        pub cordoned: bool,
-        /// MIG off: the milli held.
-        #[serde(default, rename = "used_milli")]
-        pub used: i64,
-        #[serde(default)]
-        pub slices: Vec<Slice>,
-    }
-
-    /// One MIG instance; busy without a job: another team's task.
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Slice {
-        /// "3g.40gb@4".
-        pub slice: String,
-        #[serde(default)]
-        pub busy: bool,
-        #[serde(default)]
-        pub job: String,
-    }
-
-    /// `GET /jobs/{id}`: the job, and what the Go build also sends when
-    /// the server has it: the queue slot of a queued job and where each
-    /// task runs (absent from the Rust server's answers so far).
-    #[derive(Debug, Clone)]
-    pub struct ShownJob {
-        pub job: api::Job,
-        pub queue: Option<QueueSlot>,
-        /// One per task, in the order of `job.tasks`.
-        pub placements: Vec<Option<Placement>>,
-    }
-
-    /// The parts of a job answer that [`api::Job`] has no field for.
-    #[derive(Deserialize)]
-    struct Extras {
-        #[serde(default)]
-        queue: Option<QueueSlot>,
-        #[serde(default)]
-        tasks: Vec<TaskPlacement>,
-    }
-
-    impl<'de> Deserialize<'de> for ShownJob {
-        /// Reads the answer twice: as an [`api::Job`], and for the extras
-        /// (serde's flatten cannot give the tasks to both).
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ShownJob, D::Error> {
-            let v = serde_json::Value::deserialize(d)?;
-            let job = api::Job::deserialize(&v).map_err(D::Error::custom)?;
-            let extras = Extras::deserialize(&v).map_err(D::Error::custom)?;
-            Ok(ShownJob {
-                job,
-                queue: extras.queue,
-                placements: extras.tasks.into_iter().map(|t| t.placement).collect(),
-            })
-        }
-    }
-
-    /// A task's placement, when the answer has one.
-    #[derive(Deserialize)]
-    struct TaskPlacement {
-        #[serde(default)]
-        placement: Option<Placement>,
-    }
-
-    /// What a task holds on one node (Go's `api.Placement`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Placement {
-        pub node: String,
-        #[serde(default)]
-        pub grants: Vec<Grant>,
-    }
-
-    /// One GPU's part of a placement (Go's `api.Grant`).
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Grant {
-        pub gpu: i64,
-        pub model: String,
-        #[serde(default)]
-        pub slice: String,
-        #[serde(default)]
-        pub milli: i64,
-    }
+    use serde::Deserialize;
 
     /// A usage or chargeback report (the server's
     /// `accounting::Report`, which only serialises).
@@ -726,18 +546,18 @@ mod tests {
     }
 
     #[test]
-    fn a_shown_job_reads_the_go_builds_extra_fields_when_present() {
+    fn a_job_answer_reads_its_queue_slot_and_placements() {
         let body = r#"{"id":"job-1","team":"t","project":"default","user":"u","class":"batch",
             "state":"queued","gpus":1,"tasks":[{"name":"job-1-0","cpu_milli":1000,"memory_mib":1024,"gpu":"1 GPU",
             "placement":{"node":"h100-0","tier":"t","grants":[{"gpu":3,"model":"H100-80GB","milli":1000}]}}],
             "submitted_at":"2026-01-02T03:04:05Z","attempts":0,
             "queue":{"position":2,"reason":"waiting for quota","wait_seconds":12.5,"estimated_start":"2026-01-02T04:00:00Z"}}"#;
-        let j: views::ShownJob = serde_json::from_str(body).unwrap();
-        assert_eq!(j.job.id, "job-1");
-        assert_eq!(j.job.tasks[0].gpu, "1 GPU");
+        let j: api::Job = serde_json::from_str(body).unwrap();
+        assert_eq!(j.id, "job-1");
+        assert_eq!(j.tasks[0].gpu, "1 GPU");
         let q = j.queue.unwrap();
         assert_eq!((q.position, q.wait_seconds), (2, Some(12.5)));
-        let p = j.placements[0].as_ref().unwrap();
+        let p = j.tasks[0].placement.as_ref().unwrap();
         assert_eq!((p.node.as_str(), p.grants[0].gpu), ("h100-0", 3));
     }
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::client::{ClientArgs, connect, or_dash, rfc3339, table};
 use super::{split_list, usage_error};
 use crate::api;
-use crate::client::{query, views};
+use crate::client::{query, report};
 use crate::output::write_json;
 
 /// `partita report usage|chargeback`.
@@ -108,14 +108,14 @@ pub fn report(cmd: &ReportCommand, stdout: &mut dyn Write) -> anyhow::Result<()>
         let answer: Value = client.report(kind, &q)?;
         return write_json(stdout, &answer);
     }
-    let r: views::Report = client.report(kind, &q)?;
+    let r: report::Report = client.report(kind, &q)?;
     write_report(&r, stdout)
 }
 
 /// A report as Go's table: the period, then a row per group and the
 /// total. Group keys the server left empty (a team without a business
 /// unit) print as "-".
-pub fn write_report(r: &views::Report, stdout: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_report(r: &report::Report, stdout: &mut dyn Write) -> anyhow::Result<()> {
     writeln!(
         stdout,
         "{} to {}, {} (prices: {})\n",
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn a_report_prints_as_gos_table() {
-        let r: views::Report = serde_json::from_str(
+        let r: report::Report = serde_json::from_str(
             r#"{"from":"2026-03-01T00:00:00Z","to":"2026-04-01T00:00:00Z",
                 "group_by":["business_unit","team"],"currency":"USD","prices":"built-in",
                 "rows":[{"business_unit":"","team":"ads","gpu_hours":"1.5","cost":"3.000000","micro_gpu_hours":1500000,"cost_micros":3000000,"holds":2},

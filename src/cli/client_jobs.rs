@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::client::{ClientArgs, ago, connect, or_dash, rfc3339, shorten, table};
 use super::split_list;
 use crate::api;
-use crate::client::{Client, query, views};
+use crate::client::{Client, query};
 use crate::output::write_json;
 
 /// `partita submit`: the flags of POST /api/v1/jobs's body.
@@ -282,8 +282,7 @@ fn show_job(client: &Client, json: bool, id: &str, stdout: &mut dyn Write) -> an
         let answer: Value = client.job(id)?;
         return write_json(stdout, &answer);
     }
-    let shown: views::ShownJob = client.job(id)?;
-    let j = &shown.job;
+    let j: api::Job = client.job(id)?;
     writeln!(
         stdout,
         "{}  {}  team {}  project {}  user {}  class {}",
@@ -305,7 +304,7 @@ fn show_job(client: &Client, json: bool, id: &str, stdout: &mut dyn Write) -> an
     if let Some(t) = j.requeue_requested_at {
         writeln!(stdout, "requeue requested at {} (wall time)", rfc3339(t))?;
     }
-    if let Some(q) = &shown.queue {
+    if let Some(q) = &j.queue {
         writeln!(
             stdout,
             "queued: position {} in team {}: {}",
@@ -322,8 +321,8 @@ fn show_job(client: &Client, json: bool, id: &str, stdout: &mut dyn Write) -> an
     }
     let mut tw = table(stdout);
     writeln!(tw, "\nTASK\tDEMAND\tNODE\tGPUS")?;
-    for (i, t) in j.tasks.iter().enumerate() {
-        let (node, gpus) = match shown.placements.get(i).and_then(Option::as_ref) {
+    for t in &j.tasks {
+        let (node, gpus) = match &t.placement {
             None => ("-".to_string(), "-".to_string()),
             Some(p) => {
                 let grants: Vec<String> = p
@@ -377,14 +376,14 @@ pub fn queue(args: &QueueArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         let answer: Value = client.queue(&q)?;
         return write_json(stdout, &answer);
     }
-    let queue: views::Queue = client.queue(&q)?;
+    let queue: api::Queue = client.queue(&q)?;
     write_queue(&queue, stdout)
 }
 
 /// The queue as Go's table. WAITING is how long since submission, to the
 /// cluster's now: a job's submission time is cluster time too (the API
 /// stores it so; the scheduler ages jobs by it).
-pub fn write_queue(queue: &views::Queue, stdout: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_queue(queue: &api::Queue, stdout: &mut dyn Write) -> anyhow::Result<()> {
     let mut tw = table(stdout);
     writeln!(
         tw,
@@ -490,12 +489,12 @@ pub fn cluster(args: &ClusterArgs, stdout: &mut dyn Write) -> anyhow::Result<()>
         let answer: Value = client.cluster()?;
         return write_json(stdout, &answer);
     }
-    let cluster: views::Cluster = client.cluster()?;
+    let cluster: api::Cluster = client.cluster()?;
     write_cluster(&cluster, stdout)
 }
 
 /// The cluster as Go prints it: a summary line, then one row per GPU.
-pub fn write_cluster(cl: &views::Cluster, stdout: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_cluster(cl: &api::Cluster, stdout: &mut dyn Write) -> anyhow::Result<()> {
     let u = &cl.utilization;
     writeln!(
         stdout,
@@ -529,7 +528,7 @@ pub fn write_cluster(cl: &views::Cluster, stdout: &mut dyn Write) -> anyhow::Res
                     .collect();
                 ("mig".to_string(), parts.join(", "))
             } else {
-                ("whole".to_string(), format!("{}/1000", g.used))
+                ("whole".to_string(), format!("{}/1000", g.used_milli))
             };
             if g.cordoned {
                 mode.push_str(" (changing)");
@@ -595,7 +594,7 @@ mod tests {
 
     #[test]
     fn the_queue_prints_as_gos_table() {
-        let q: views::Queue = serde_json::from_str(
+        let q: api::Queue = serde_json::from_str(
             r#"{"clock":{"now":"2026-03-01T12:00:00Z","speed":60},"teams":[
                 {"team":"search","jobs":[
                   {"job":"job-a","project":"chat","class":"production","gpus":0.5,
@@ -617,10 +616,10 @@ mod tests {
 
     #[test]
     fn the_cluster_prints_as_gos_table() {
-        let c: views::Cluster = serde_json::from_str(
+        let c: api::Cluster = serde_json::from_str(
             r#"{"clock":{"now":"2026-03-01T12:00:00Z","speed":60},"gpus":16,
                 "utilization":{"allocated_gpus":2.5,"useful_gpus":1.25,"allocated":0.15625,"useful":0.078125,"queued_jobs":3,"running_jobs":2},
-                "nodes":[{"name":"h100-0","tier":"a","gpus":[
+                "nodes":[{"name":"h100-0","tier":"a","cpu_milli":192000,"cpu_used_milli":0,"memory_mib":2097152,"memory_used_mib":0,"gpus":[
                   {"index":0,"model":"H100-80GB","mig":true,"used_milli":0,"slices":[
                     {"slice":"3g.40gb@0","busy":true,"job":"job-a"},{"slice":"3g.40gb@4","busy":true},{"slice":"1g.10gb@6","busy":false}]},
                   {"index":1,"model":"H100-80GB","mig":false,"cordoned":true,"used_milli":500}]}]}"#,
