@@ -39,18 +39,11 @@ pub fn team_class(team: &TeamRow, name: &str, field: &str) -> Result<String, Api
     ))
 }
 
-/// The project a submission names, `default` when it names none.
-pub fn project_or_default(project: &str) -> &str {
-    if project.is_empty() {
-        "default"
-    } else {
-        project
-    }
-}
-
 /// Checks the name, image and command, and fills in the project.
 pub fn check_texts(team: &TeamRow, req: &mut SubmitRequest) -> Result<(), ApiError> {
-    req.project = project_or_default(&req.project).to_string();
+    if req.project.is_empty() {
+        req.project = "default".to_string();
+    }
     if !team.projects.contains(&req.project) {
         return Err(ApiError::bad_request(
             "project",

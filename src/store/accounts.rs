@@ -289,21 +289,6 @@ pub async fn insert_project(
     .await
 }
 
-/// The id of a team's project, by name.
-pub async fn project_id(
-    db: impl PgExecutor<'_>,
-    team_id: i64,
-    name: &str,
-) -> sqlx::Result<Option<i64>> {
-    sqlx::query_scalar!(
-        "SELECT id FROM projects WHERE team_id = $1 AND name = $2",
-        team_id,
-        name
-    )
-    .fetch_optional(db)
-    .await
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRow {
     pub id: i64,
