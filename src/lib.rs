@@ -1,7 +1,7 @@
-//! The Partita application: the command line and the outputs it writes
-//! (and, to come, the server, the store, the worker and the cluster
-//! backends). `main.rs` is a thin wrapper; a library lets integration
-//! tests under `tests/` call the same code.
+//! The Partita application: the command line, the server and its
+//! portal, the store, the worker and the outputs they write. `main.rs` is
+//! a thin wrapper; a library lets integration tests under `tests/` call
+//! the same code.
 
 pub mod accounting;
 pub mod api;
@@ -10,6 +10,7 @@ pub mod client;
 pub mod db;
 pub mod metrics;
 pub mod output;
+pub mod portal;
 pub mod server;
 pub mod store;
 pub mod worker;

@@ -1,7 +1,8 @@
 //! The web server (axum): `/healthz`, `/readyz`, `/metrics` and the JSON
 //! API under `/api/v1` (accounts, jobs, the queue and the cluster, the
 //! audit log, the OpenAPI document), with every request logged and
-//! counted. The portal comes later; the worker runs apart.
+//! counted, and the portal's pages (`crate::portal`). The worker runs
+//! apart.
 
 pub mod accounts;
 pub mod accounts_cache;
@@ -49,6 +50,8 @@ pub struct AppState {
     pub accounts: Arc<AccountsCache>,
     /// This process's metrics (`/metrics`).
     pub metrics: Arc<Metrics>,
+    /// The portal's settings (cookies, single sign-on).
+    pub portal: Arc<crate::portal::Config>,
 }
 
 impl AppState {
@@ -65,6 +68,7 @@ impl AppState {
             pool,
             cluster: Arc::new(ClusterShape::demo()),
             metrics: Arc::new(Metrics::new(false)),
+            portal: Arc::new(crate::portal::Config::default()),
         }
     }
 }
@@ -78,13 +82,22 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(serve_metrics))
         .merge(api_routes)
+        .merge(crate::portal::routes())
         .fallback(no_route)
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
 }
 
-/// Any other path: a JSON 404 that says where the routes are listed.
-async fn no_route(request: Request) -> ApiError {
+/// Any other path: under /api/ a JSON 404 that says where the routes are
+/// listed, elsewhere the portal's page.
+async fn no_route(request: Request) -> Response {
+    if !request.uri().path().starts_with("/api/") {
+        return crate::portal::render::PageError::not_found(format!(
+            "There is no page at {}.",
+            request.uri().path()
+        ))
+        .into_response();
+    }
     ApiError::new(
         StatusCode::NOT_FOUND,
         "",
@@ -95,6 +108,7 @@ async fn no_route(request: Request) -> ApiError {
             api::PREFIX
         ),
     )
+    .into_response()
 }
 
 /// The process is up (it checks nothing else).

@@ -17,6 +17,7 @@
 #![allow(dead_code)] // each test binary uses a part
 
 pub mod api;
+pub mod portal;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -1,0 +1,81 @@
+//! The portal: server-rendered pages (askama templates in `templates/`,
+//! htmx for the live parts) that `partita serve` serves at `/`.
+//!
+//! Every page is built from the API: the portal calls the `/api/v1`
+//! routes in-process with the signed-in user's session token
+//! (`apicall.rs`), so roles and team scoping are exactly the API's and
+//! the portal holds no rules of its own about who may do what. Sessions
+//! and CSRF are in `session.rs`; static files (the CSS, the one script,
+//! the vendored htmx) in `assets.rs`.
+
+pub mod apicall;
+pub mod assets;
+pub mod pages;
+pub mod render;
+pub mod session;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+
+use crate::server::AppState;
+
+/// How the portal is set up, beyond the API's state.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Cookies get `Secure` (set when the portal is served over TLS,
+    /// directly or behind a proxy: `--public-url https://…`).
+    pub secure_cookies: bool,
+    /// The data directory the server uses, named in the sign-in hint.
+    pub data_dir: String,
+}
+
+/// The portal's routes. Pages need a session; without one they redirect
+/// to the sign-in page.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(pages::overview::page))
+        .route("/signin", get(session::signin_form).post(session::signin))
+        .route("/signout", post(session::signout))
+        .route("/static/{file}", get(assets::serve))
+        .layer(middleware::from_fn(security_headers))
+}
+
+/// What every portal answer carries: a Content-Security-Policy without
+/// inline script (the pages have none; htmx and portal.js are files),
+/// and no framing, sniffing or referrers to other sites.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    response
+}
+
+/// The portal's Content-Security-Policy: scripts, styles and images from
+/// this origin only, and no inline script or style attribute. htmx's own
+/// indicator style is turned off in base.html (`htmx.config`, as a meta
+/// tag) so that it injects none.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+     connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'";
+
+impl Config {
+    /// Whether single sign-on is set up (the sign-in page offers it).
+    pub fn sso_enabled(&self) -> bool {
+        false
+    }
+}

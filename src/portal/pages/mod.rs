@@ -1,0 +1,3 @@
+//! The portal's pages, one module each.
+
+pub mod overview;
