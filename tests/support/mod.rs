@@ -17,6 +17,8 @@
 #![allow(dead_code)] // each test binary uses a part
 
 pub mod api;
+pub mod browser;
+pub mod oidc;
 pub mod portal;
 
 use std::io::{BufRead, BufReader, Read, Write};
