@@ -421,6 +421,14 @@ pub struct JobPatch {
     pub class: String,
 }
 
+/// POST /jobs/{id}/move: one place `up` (sooner) or `down` (later) in its
+/// team's queue, among the team's queued jobs of its class.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobMove {
+    pub direction: String,
+}
+
 /// One row of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AuditEntry {

@@ -536,6 +536,81 @@ pub async fn cancel_job(
     Ok(Json(job_with_events(&state, &id).await?))
 }
 
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/move", tag = "jobs",
+    summary = "Move a queued job one place up or down in its team's queue, within its class",
+    description = "Roles: admin, lead (own team). The job swaps places with the team's queued job of the same class \
+        just before (up) or after (down) it, so the team orders its own work without moving ahead of other teams; \
+        the scheduler honours the order from its next cycle. 409 when the job is not queued, or is already first \
+        (up) or last (down) of its class in the team's queue.",
+    params(("id" = String, Path, description = "job id")),
+    request_body = api::JobMove,
+    responses((status = 200, body = api::Job), (status = "4XX", body = api::Error)),
+    security(("bearer" = [])))]
+pub async fn move_job(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<String>,
+    body: RawJson,
+) -> ApiResult<Json<api::Job>> {
+    who.require(LEADS, "order the team's queue")?;
+    let job = visible_job(&state, &who, &id).await?;
+    let req: api::JobMove = body.decode()?;
+    let direction = match req.direction.as_str() {
+        "up" => jobs::Direction::Up,
+        "down" => jobs::Direction::Down,
+        other => {
+            return Err(ApiError::bad_request(
+                "direction",
+                format!("direction: {other:?}; up or down"),
+            ));
+        }
+    };
+    let mut tx = state.pool.begin().await?;
+    let current = jobs::lock(&mut tx, job.seq).await?;
+    if current != STATE_QUEUED {
+        return Err(ApiError::conflict(format!(
+            "job {id} is {current}: only a queued job has a place in the queue"
+        )));
+    }
+    let Some(other) = jobs::move_in_queue(&mut tx, job.seq, direction).await? else {
+        return Err(ApiError::conflict(format!(
+            "job {id} is already {} of the {} jobs in team {}'s queue",
+            if direction == jobs::Direction::Up {
+                "first"
+            } else {
+                "last"
+            },
+            job.class,
+            job.team
+        )));
+    };
+    let way = &req.direction;
+    jobs::add_event(
+        &mut tx,
+        job.seq,
+        "moved",
+        &format!(
+            "moved {way} past {other} in the team's queue by {}",
+            who.user
+        ),
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        actor(&who),
+        Change {
+            action: "job.move",
+            target_kind: "job",
+            target: &id,
+            before: None,
+            after: Some(json!({"direction": way, "past": other})),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(job_with_events(&state, &id).await?))
+}
+
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/requeue", tag = "jobs",
     summary = "Put a job that holds resources back in its team's queue (it loses the work since its last checkpoint)",
     description = "Roles: admin, lead (own team). Recorded as `requeue_requested_at` and a `requeue_requested` event; \

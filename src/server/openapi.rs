@@ -51,6 +51,7 @@ pub fn api_routes() -> (axum::Router<AppState>, Document) {
         .routes(routes!(jobs::get_job, jobs::patch_job))
         .routes(routes!(jobs::cancel_job))
         .routes(routes!(jobs::requeue_job))
+        .routes(routes!(jobs::move_job))
         .routes(routes!(preview::preview_job))
         .routes(routes!(views::get_queue))
         .routes(routes!(views::get_cluster))

@@ -271,10 +271,82 @@ pub async fn set_class(
     seq: i64,
     class: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query!("UPDATE jobs SET class = $2 WHERE seq = $1", seq, class)
-        .execute(&mut **tx)
-        .await?;
+    // The worker takes the new class up at its next tick (queue_version).
+    sqlx::query!(
+        "UPDATE jobs SET class = $2, queue_version = queue_version + 1 WHERE seq = $1",
+        seq,
+        class
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(())
+}
+
+/// Which way a job moves in its team's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Up,
+    Down,
+}
+
+/// Moves a queued job one place up or down among its team's queued jobs
+/// of its class, by swapping its queue key with its neighbour's
+/// (migrations/0014_team_queue_order.sql). The caller has locked the job.
+/// Returns the neighbour's id, or None when the job is already first
+/// (last) of its class.
+pub async fn move_in_queue(
+    tx: &mut Transaction<'_, Postgres>,
+    seq: i64,
+    direction: Direction,
+) -> sqlx::Result<Option<String>> {
+    let up = direction == Direction::Up;
+    // The job and its neighbour in the scheduler's order within the team
+    // and class: the key (submission time when never moved), then the id
+    // by its bytes (COLLATE "C"), as the engine compares ids.
+    let pair = sqlx::query!(
+        r#"WITH me AS (
+               SELECT seq, id, team_id, class, COALESCE(queue_key, submitted_at) AS key
+               FROM jobs WHERE seq = $1)
+           SELECT me.key AS "my_key!", n.seq AS "other_seq!", n.id AS "other_id!",
+                  COALESCE(n.queue_key, n.submitted_at) AS "other_key!"
+           FROM me JOIN jobs n
+             ON n.team_id = me.team_id AND n.class = me.class AND n.state = 'queued' AND n.seq <> me.seq
+           WHERE CASE WHEN $2
+                      THEN (COALESCE(n.queue_key, n.submitted_at), n.id COLLATE "C") < (me.key, me.id COLLATE "C")
+                      ELSE (COALESCE(n.queue_key, n.submitted_at), n.id COLLATE "C") > (me.key, me.id COLLATE "C") END
+           ORDER BY CASE WHEN $2 THEN COALESCE(n.queue_key, n.submitted_at) END DESC,
+                    CASE WHEN $2 THEN n.id COLLATE "C" END DESC,
+                    CASE WHEN NOT $2 THEN COALESCE(n.queue_key, n.submitted_at) END ASC,
+                    CASE WHEN NOT $2 THEN n.id COLLATE "C" END ASC
+           LIMIT 1
+           FOR UPDATE OF n"#,
+        seq,
+        up
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(p) = pair else {
+        return Ok(None);
+    };
+    // Equal keys (two submissions in one microsecond) are told apart by
+    // id: a swap would change nothing, so the job takes a key a
+    // microsecond before (after) its neighbour's.
+    let (mine, theirs) = if p.my_key == p.other_key {
+        let step = chrono::Duration::microseconds(if up { -1 } else { 1 });
+        (p.other_key + step, p.other_key)
+    } else {
+        (p.other_key, p.my_key)
+    };
+    sqlx::query!(
+        r#"UPDATE jobs SET queue_key = k.key, queue_version = queue_version + 1
+           FROM UNNEST($1::int8[], $2::timestamptz[]) AS k(seq, key)
+           WHERE jobs.seq = k.seq"#,
+        &[seq, p.other_seq][..],
+        &[mine, theirs][..]
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(Some(p.other_id))
 }
 
 /// Asks the worker to cancel a job (`by`: who asked). The worker alone

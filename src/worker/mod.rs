@@ -391,6 +391,11 @@ async fn tick(
             }
             changed = true;
         }
+        let moved = store::queue_changes(&mut tx, clock.epoch).await?;
+        for c in &moved {
+            changed |= world.change_queue_place(c.seq, c.class, c.queue_key);
+        }
+        store::queue_changes_seen(&mut tx, &moved).await?;
     }
     cadence.want |= changed;
     if cadence.due(opt.tick, || world.any_pending()) {
@@ -537,6 +542,7 @@ mod tests {
                 reason: String::new(),
                 spec,
                 submitted: 0,
+                queue_key: 0,
                 started: None,
                 attempts: 0,
                 runtime: spec::Runtime::default(),

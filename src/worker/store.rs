@@ -74,7 +74,7 @@ async fn jobs(
     let rows = sqlx::query!(
         r#"SELECT j.seq, j.id, t.name AS team, j.team_id, p.name AS project, j.project_id,
                   j.user_id, j.class, j.state, j.reason, j.spec, j.submitted_at, j.started_at,
-                  j.attempts, j.runtime
+                  j.attempts, j.runtime, COALESCE(j.queue_key, j.submitted_at) AS "queue_key!"
            FROM jobs j JOIN teams t ON t.id = j.team_id JOIN projects p ON p.id = j.project_id
            WHERE CASE WHEN $1
                       THEN j.state = 'queued' AND j.created_xid >= $2::int8::text::xid8
@@ -104,12 +104,72 @@ async fn jobs(
             reason: r.reason,
             spec,
             submitted: clock::since(epoch, r.submitted_at),
+            queue_key: clock::since(epoch, r.queue_key),
             started: r.started_at.map(|t| clock::since(epoch, t)),
             attempts: r.attempts,
             runtime,
         });
     }
     Ok(out)
+}
+
+/// A change to a known job's place in its team's queue: its class (PATCH
+/// /jobs/{id}) or its queue key (POST /jobs/{id}/move).
+#[derive(Debug)]
+pub struct QueueChange {
+    pub seq: i64,
+    pub class: Class,
+    pub queue_key: Nanos,
+    version: i32,
+}
+
+/// The unfinished jobs whose class or queue key changed since the worker
+/// last took them up (migrations/0014_team_queue_order.sql).
+pub async fn queue_changes(
+    conn: &mut PgConnection,
+    epoch: DateTime<Utc>,
+) -> Result<Vec<QueueChange>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT seq, class, COALESCE(queue_key, submitted_at) AS "queue_key!", queue_version
+           FROM jobs WHERE queue_version <> queue_seen AND state = ANY ($1)
+           ORDER BY seq"#,
+        &UNFINISHED.map(String::from)[..]
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        out.push(QueueChange {
+            seq: r.seq,
+            class: r.class.parse().map_err(|e| bad_row(r.seq, e))?,
+            queue_key: clock::since(epoch, r.queue_key),
+            version: r.queue_version,
+        });
+    }
+    Ok(out)
+}
+
+/// Notes the queue changes as taken up: each job's version as read (a
+/// newer change keeps the job in [`queue_changes`]).
+pub async fn queue_changes_seen(
+    conn: &mut PgConnection,
+    seen: &[QueueChange],
+) -> Result<(), sqlx::Error> {
+    if seen.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<i64> = seen.iter().map(|c| c.seq).collect();
+    let versions: Vec<i32> = seen.iter().map(|c| c.version).collect();
+    sqlx::query!(
+        r#"UPDATE jobs SET queue_seen = s.version
+           FROM UNNEST($1::int8[], $2::int4[]) AS s(seq, version)
+           WHERE jobs.seq = s.seq"#,
+        &seqs,
+        &versions
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Refreshes PostgreSQL's statistics of `jobs` (see the worker's

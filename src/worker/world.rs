@@ -48,6 +48,10 @@ pub struct JobRecord {
     pub reason: String,
     pub spec: JobSpec,
     pub submitted: Nanos,
+    /// Its place in its team's queue: the submission time unless the team
+    /// moved it (migrations/0014_team_queue_order.sql). The scheduler
+    /// orders by it.
+    pub queue_key: Nanos,
     pub started: Option<Nanos>,
     pub attempts: i32,
     pub runtime: Runtime,
@@ -292,7 +296,7 @@ impl World {
             tasks,
             gang_size: rec.spec.gang,
         };
-        let mut job = workload_job::Job::new(spec, rec.submitted);
+        let mut job = workload_job::Job::new(spec, rec.queue_key);
         job.estimate = rec.spec.duration;
         let seq = rec.seq;
         let holds = rec.state != QUEUED;
@@ -797,6 +801,35 @@ impl World {
             reason += &format!("; lost {} of work since its last checkpoint", secs(lost));
         }
         self.record(seq, QUEUED, Some("requeued"), reason);
+    }
+
+    /// Takes up a change to a job's place in its team's queue: its class
+    /// (any unfinished job, as the Go build's `SetClass`) and, while it
+    /// waits, its queue key. The engine's job is replaced by a copy (which
+    /// the scheduler indexes afresh: it caches what it knows of a job by
+    /// the job's mark) rather than changed under the scheduler's cache.
+    /// Returns whether anything changed.
+    pub fn change_queue_place(&mut self, seq: i64, class: Class, queue_key: Nanos) -> bool {
+        let Some(j) = self.jobs.get_mut(&seq) else {
+            return false;
+        };
+        if j.done {
+            return false;
+        }
+        let pending = j.job.phase == Phase::Pending;
+        let new_key = pending && j.job.submitted != queue_key;
+        if j.job.spec.class == class && !new_key {
+            return false;
+        }
+        let mut job = j.job.clone();
+        job.spec.class = class;
+        if pending {
+            job.submitted = queue_key;
+        }
+        j.job = job;
+        j.rec.class = class;
+        j.rec.queue_key = queue_key;
+        true
     }
 
     /// Cancels an unfinished job at once (a cancel request), releasing
