@@ -308,6 +308,15 @@ impl Client {
         self.call(Method::POST, &job_path(id, "/requeue"), None::<&()>)
     }
 
+    /// `POST /jobs/{id}/move`: the [`api::Job`], one place `up` or `down`
+    /// in its team's queue.
+    pub fn move_job<T: DeserializeOwned>(&self, id: &str, direction: &str) -> Result<T, ClientError> {
+        let body = api::JobMove {
+            direction: direction.to_string(),
+        };
+        self.call(Method::POST, &job_path(id, "/move"), Some(&body))
+    }
+
     /// `GET /queue`: an [`api::Queue`].
     pub fn queue<T: DeserializeOwned>(&self, query: &str) -> Result<T, ClientError> {
         self.get(&format!("{}/queue{query}", api::PREFIX))

@@ -423,6 +423,28 @@ pub struct IdsArgs {
     pub ids: Vec<String>,
 }
 
+/// `partita move ID up|down`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MoveArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// the queued job's ID
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// one place sooner (up) or later (down), among the team's queued jobs of its class
+    #[arg(value_name = "DIRECTION", value_parser = ["up", "down"])]
+    pub direction: String,
+}
+
+/// Moves a queued job one place in its team's queue and says where it is
+/// now (the scheduler takes it in that order from its next cycle).
+pub fn move_job(args: &MoveArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
+    let client = connect(&args.client)?;
+    let j: api::Job = client.move_job(&args.id, &args.direction)?;
+    writeln!(stdout, "{} moved {} in team {}'s queue", j.id, args.direction, j.team)?;
+    Ok(())
+}
+
 /// Which change `cancel` or `requeue` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobAction {

@@ -52,6 +52,8 @@ pub enum Command {
     Jobs(client_jobs::JobsArgs),
     /// MIG geometry: list layouts, check where a profile fits
     Mig(mig::MigCommand),
+    /// client: move a queued job up or down in its team's queue, within its class (partita move ID up|down)
+    Move(client_jobs::MoveArgs),
     /// client: queued jobs with positions and estimated starts
     Queue(client_jobs::QueueArgs),
     /// client: usage or chargeback report (partita report usage|chargeback)
@@ -97,6 +99,7 @@ impl Command {
             Command::Cancel(_) => "cancel",
             Command::Cluster(_) => "cluster",
             Command::Jobs(_) => "jobs",
+            Command::Move(_) => "move",
             Command::Queue(_) => "queue",
             Command::Report(r) => r.command.error_prefix(),
             Command::Requeue(_) => "requeue",
@@ -124,6 +127,7 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
         }
         Command::Cluster(args) => client_jobs::cluster(args, stdout),
         Command::Jobs(args) => client_jobs::jobs(args, stdout),
+        Command::Move(args) => client_jobs::move_job(args, stdout),
         Command::Queue(args) => client_jobs::queue(args, stdout),
         Command::Report(r) => client_admin::report(r, stdout),
         Command::Requeue(args) => {
