@@ -365,7 +365,10 @@ pub async fn put_prices(
     }
     for (i, it) in req.prices.iter().enumerate() {
         if it.model.chars().count() > 64
-            || it.model.chars().any(|c| c.is_control() || c.is_whitespace())
+            || it
+                .model
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace())
         {
             return Err(ApiError::bad_request(
                 "prices",
@@ -400,8 +403,7 @@ pub async fn put_prices(
             .prices
             .iter()
             .filter(|p| {
-                !req
-                    .prices
+                !req.prices
                     .iter()
                     .any(|q| q.model == p.model && q.tier == p.tier)
             })
@@ -423,7 +425,13 @@ pub async fn put_prices(
     let rows: Vec<(String, String, i64)> = req
         .prices
         .iter()
-        .map(|p| (p.model.clone(), p.tier.clone(), checked.per_hour(&p.model, &p.tier)))
+        .map(|p| {
+            (
+                p.model.clone(),
+                p.tier.clone(),
+                checked.per_hour(&p.model, &p.tier),
+            )
+        })
         .collect();
     let (_, currencies) = ledger::insert_prices(&mut tx, &checked.currency, &rows).await?;
     if currencies.len() > 1 {
