@@ -869,6 +869,11 @@ async fn a_price_applies_from_now_on_and_charged_rows_keep_theirs() {
         .await,
         1
     );
+    let audit = v.get("/admin/audit").await;
+    let row = between(&audit.body, "prices.update", "</tr>");
+    assert!(row.contains("H100-80GB/spot: 1.8 → 1.25"), "{row}");
+    assert!(row.contains("B200/reserved: none → 6"), "{row}");
+    assert!(!row.contains("H100-80GB/reserved"), "{row}");
     // The API refuses another currency that would leave models behind.
     let a = call(
         &w.app,

@@ -448,8 +448,19 @@ pub async fn put_prices(
             action: "prices.update",
             target_kind: "prices",
             target: &checked.currency,
-            before: Some(serde_json::json!(before)),
-            after: Some(serde_json::json!(req)),
+            // The rows changed, as they were and as they are.
+            before: Some(serde_json::json!({
+                "currency": before.currency,
+                "prices": before
+                    .prices
+                    .iter()
+                    .filter(|p| req.prices.iter().any(|q| q.model == p.model && q.tier == p.tier))
+                    .collect::<Vec<_>>(),
+            })),
+            after: Some(serde_json::json!({
+                "currency": checked.currency,
+                "prices": req.prices,
+            })),
         },
     )
     .await?;

@@ -43,6 +43,11 @@ fn short(v: &Value) -> String {
     let s = match v {
         Value::String(s) => s.clone(),
         Value::Null => "none".into(),
+        Value::Array(items) if items.iter().all(Value::is_string) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
         Value::Number(n) => n.as_f64().map(super::num).unwrap_or_else(|| n.to_string()),
         other => other.to_string(),
     };
@@ -63,16 +68,19 @@ pub fn changes(before: Option<&Value>, after: Option<&Value>) -> Vec<String> {
             let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
             keys.sort();
             keys.dedup();
-            keys.into_iter()
-                .filter(|k| b.get(*k) != a.get(*k))
-                .map(|k| {
-                    format!(
-                        "{k}: {} → {}",
-                        b.get(k).map(short).unwrap_or_else(|| "none".into()),
-                        a.get(k).map(short).unwrap_or_else(|| "none".into())
-                    )
-                })
-                .collect()
+            let mut out = Vec::new();
+            for k in keys.into_iter().filter(|k| b.get(*k) != a.get(*k)) {
+                if let (Some(pb), Some(pa)) = (price_rows(b.get(k)), price_rows(a.get(k))) {
+                    out.extend(price_changes(&pb, &pa));
+                    continue;
+                }
+                out.push(format!(
+                    "{k}: {} → {}",
+                    b.get(k).map(short).unwrap_or_else(|| "none".into()),
+                    a.get(k).map(short).unwrap_or_else(|| "none".into())
+                ));
+            }
+            out
         }
         (None, Some(a)) | (Some(a), None) => a
             .iter()
@@ -84,6 +92,35 @@ pub fn changes(before: Option<&Value>, after: Option<&Value>) -> Vec<String> {
             _ => Vec::new(),
         },
     }
+}
+
+/// A list of prices (`{"model", "tier", "price"}`), by "model/tier".
+fn price_rows(v: Option<&Value>) -> Option<Vec<(String, String)>> {
+    let items = v?.as_array()?;
+    items
+        .iter()
+        .map(|p| {
+            let model = p.get("model")?.as_str()?;
+            let tier = p.get("tier")?.as_str()?;
+            Some((format!("{model}/{tier}"), short(p.get("price")?)))
+        })
+        .collect()
+}
+
+/// Each price set: "model/tier: old → new" ("none" where there was
+/// none).
+fn price_changes(before: &[(String, String)], after: &[(String, String)]) -> Vec<String> {
+    after
+        .iter()
+        .map(|(key, new)| {
+            let old = before
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+                .unwrap_or("none");
+            format!("{key}: {old} → {new}")
+        })
+        .collect()
 }
 
 /// GET /admin/audit?after=SEQ.
