@@ -182,7 +182,7 @@ fn chart(r: &Report) -> (String, String) {
     let mut rows: Vec<&Row> = r.rows.iter().collect();
     let mut note = String::new();
     if rows.len() > MAX_BARS {
-        rows.sort_by(|a, b| b.cost_micros.cmp(&a.cost_micros));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.cost_micros));
         rows.truncate(MAX_BARS);
         note = format!(
             "The {MAX_BARS} largest of {} rows; the table has them all.",

@@ -126,8 +126,8 @@ async fn page(
         }
     }
     // Newest first.
-    sessions.sort_by(|a, b| b.token.created_at.cmp(&a.token.created_at));
-    tokens.sort_by(|a, b| b.token.created_at.cmp(&a.token.created_at));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.token.created_at));
+    tokens.sort_by_key(|t| std::cmp::Reverse(t.token.created_at));
     let mut layout = Layout::new("Tokens and sessions", "admin", viewer);
     if !done.revoked.is_empty() {
         layout.flash = Some(Flash {
