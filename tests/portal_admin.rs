@@ -887,3 +887,125 @@ async fn a_price_applies_from_now_on_and_charged_rows_keep_theirs() {
     assert_eq!(a.body["field"], "currency");
     assert_eq!(count(&w, "SELECT count(*) FROM prices").await, 2);
 }
+
+#[tokio::test]
+async fn put_prices_checks_each_row_and_names_the_field() {
+    let w = world().await;
+    for (body, field, words) in [
+        (r#"{"currency": "USD", "prices": []}"#, "prices", "empty"),
+        (
+            r#"{"currency": "usd", "prices": [{"model": "L4", "tier": "spot", "price": 1}]}"#,
+            "currency",
+            "three-letter",
+        ),
+        (
+            r#"{"currency": "USD", "prices": [{"model": "L4", "tier": "cheap", "price": 1}]}"#,
+            "prices",
+            "prices[0].tier",
+        ),
+        (
+            r#"{"currency": "USD", "prices": [{"model": "L4", "tier": "spot", "price": -1}]}"#,
+            "prices",
+            "prices[0].price",
+        ),
+        (
+            r#"{"currency": "USD", "prices": [{"model": "L4", "tier": "spot", "price": 1}, {"model": "L4", "tier": "spot", "price": 2}]}"#,
+            "prices",
+            "twice",
+        ),
+        (
+            r#"{"currency": "USD", "prices": [{"model": "L 4", "tier": "spot", "price": 1}]}"#,
+            "prices",
+            "without spaces",
+        ),
+        (
+            r#"{"currency": "USD", "prices": [{"model": "L4", "tier": "spot", "price": 1, "extra": 1}]}"#,
+            "",
+            "extra",
+        ),
+    ] {
+        let a = support::api::call_raw(
+            &w.app,
+            "PUT",
+            "/api/v1/prices",
+            w.token("admin"),
+            Some(body.as_bytes().to_vec()),
+            &[("Content-Type", "application/json")],
+        )
+        .await;
+        assert_eq!(a.status, StatusCode::BAD_REQUEST, "{body}: {}", a.body);
+        if !field.is_empty() {
+            assert_eq!(a.body["field"], field, "{body}: {}", a.body);
+        }
+        assert!(
+            a.body["error"].as_str().unwrap().contains(words),
+            "{body}: {}",
+            a.body
+        );
+    }
+    assert_eq!(count(&w, "SELECT count(*) FROM prices").await, 0);
+    // A whole new currency, every model and tier given: accepted, and the
+    // table is in it.
+    let all = call(&w.app, "GET", "/api/v1/prices", w.token("admin"), None).await;
+    let mut rows = all.body["prices"].as_array().unwrap().clone();
+    for r in &mut rows {
+        r["price"] = serde_json::json!(1.5);
+    }
+    let a = call(
+        &w.app,
+        "PUT",
+        "/api/v1/prices",
+        w.token("admin"),
+        Some(serde_json::json!({"currency": "EUR", "prices": rows})),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["currency"], "EUR");
+    assert!(
+        a.body["prices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["price"] == 1.5),
+        "{}",
+        a.body
+    );
+}
+
+#[tokio::test]
+async fn the_audit_log_pages_newest_first() {
+    let w = world().await;
+    sqlx::query(
+        "INSERT INTO audit_log (actor, action, target_kind, target)
+         SELECT 'root', 'test.step', 'step', g::text FROM generate_series(1, 60) AS g",
+    )
+    .execute(&w.pool)
+    .await
+    .unwrap();
+    // Two from the world (its teams), then these 60: 62 rows.
+    let mut v = visitor(&w, "admin").await;
+    let first = v.get("/admin/audit").await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body.matches("<tr id=\"audit-").count(), 50);
+    let seqs: Vec<i64> = first
+        .body
+        .split("<tr id=\"audit-")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|p| p[0] > p[1]),
+        "newest first: {seqs:?}"
+    );
+    assert_eq!(seqs[0], 62);
+    let older = between(&first.body, "id=\"older\"", ">").to_string();
+    let at = first.body.find("id=\"older\"").unwrap();
+    let start = first.body[..at].rfind("href=\"").unwrap() + 6;
+    let href = first.body[start..start + first.body[start..].find('"').unwrap()].to_string();
+    assert_eq!(href, "/admin/audit?after=13", "{older}");
+    let second = v.get(&href).await;
+    assert_eq!(second.body.matches("<tr id=\"audit-").count(), 12);
+    assert!(second.body.contains("id=\"audit-1\""));
+    assert!(!second.body.contains("id=\"older\""));
+    assert!(second.body.contains("id=\"newest\""));
+}
