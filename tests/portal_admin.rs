@@ -1009,3 +1009,71 @@ async fn the_audit_log_pages_newest_first() {
     assert!(!second.body.contains("id=\"older\""));
     assert!(second.body.contains("id=\"newest\""));
 }
+
+#[tokio::test]
+async fn guarantees_are_checked_against_the_cluster_the_worker_published() {
+    let w = world().await;
+    // A worker published a cluster of 30 GPUs (the server's own shape
+    // has 48).
+    let view = partita::worker::views::ClusterView {
+        cluster: partita::api::Cluster {
+            clock: partita::api::Clock {
+                now: Utc::now(),
+                speed: 1.0,
+            },
+            gpus: 30,
+            utilization: Default::default(),
+            nodes: Vec::new(),
+        },
+        gauges: Default::default(),
+    };
+    sqlx::query(
+        "INSERT INTO worker_views (kind, team, worker_id, cluster_time, speed, published_at, body)
+         VALUES ('cluster', '', 'w1', now(), 1, now(), $1)",
+    )
+    .bind(serde_json::to_value(&view).unwrap())
+    .execute(&w.pool)
+    .await
+    .unwrap();
+    let mut v = visitor(&w, "admin").await;
+    let list = v.get("/admin/teams").await;
+    assert!(
+        element(&list.body, "cluster-gpus").contains("30 GPUs"),
+        "{}",
+        list.body
+    );
+    let before = team_row(&w, "search").await;
+    let bad = v
+        .post(
+            "/admin/teams/search",
+            &[
+                ("guaranteed_gpus", "24"),
+                ("burst_gpus", "28"),
+                ("weight", "1"),
+                ("classes", "batch"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    let g = element(&bad.body, "guaranteed_gpus-error");
+    assert!(
+        g.contains("add up to 32 GPUs, more than the cluster"),
+        "{g}"
+    );
+    assert!(g.contains("30: the other teams guarantee 8"), "{g}");
+    assert!(g.contains("at most 22"), "{g}");
+    assert_eq!(team_row(&w, "search").await, before);
+    let ok = v
+        .post(
+            "/admin/teams/search",
+            &[
+                ("guaranteed_gpus", "22"),
+                ("burst_gpus", "28"),
+                ("weight", "1"),
+                ("classes", "batch"),
+            ],
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER, "{}", ok.body);
+    assert_eq!(team_row(&w, "search").await.0, 22_000);
+}
