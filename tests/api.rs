@@ -284,6 +284,13 @@ const MATRIX: &[Row] = &[
         [200, 404, 404, 404, 200, 401, 401, 401],
     ),
     row("GET", "/api/v1/prices", "/api/v1/prices", None, ALL),
+    row(
+        "PUT",
+        "/api/v1/prices",
+        "/api/v1/prices",
+        Some(r#"{"currency": "USD", "prices": [{"model": "L4", "tier": "spot", "price": 0.3}]}"#),
+        ADMIN_ONLY,
+    ),
     // The worker's views: every role reads its own team's queue, and the
     // cluster (other teams' tasks unnamed); a preview is a submission
     // that stores nothing, so it is allowed as a submission is.

@@ -687,3 +687,13 @@ pub struct Hold {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub team: String,
 }
+
+/// The body of PUT /prices: the price of one GPU-hour of a whole GPU, in
+/// `currency` units, for each model (`"*"`: any model not listed) and
+/// capacity tier given. Models and tiers not given keep their price.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PricesUpdate {
+    pub currency: String,
+    pub prices: Vec<crate::accounting::PriceItem>,
+}

@@ -41,6 +41,40 @@ pub fn routes() -> Router<AppState> {
         .route("/signin", get(session::signin_form).post(session::signin))
         .route("/signout", post(session::signout))
         .route("/static/{file}", get(assets::serve))
+        // Admin pages (role admin) and chargeback (issue 47 items 4 and 5).
+        .route("/admin", get(pages::admin::index))
+        .route(
+            "/admin/teams",
+            get(pages::admin::teams::list).post(pages::admin::teams::create),
+        )
+        .route(
+            "/admin/teams/{team}",
+            get(pages::admin::teams::edit).post(pages::admin::teams::save),
+        )
+        .route(
+            "/admin/teams/{team}/projects",
+            post(pages::admin::teams::add_project),
+        )
+        .route(
+            "/admin/users",
+            get(pages::admin::users::list).post(pages::admin::users::create),
+        )
+        .route("/admin/users/{user}", post(pages::admin::users::save))
+        .route(
+            "/admin/tokens",
+            get(pages::admin::tokens::list).post(pages::admin::tokens::issue),
+        )
+        .route(
+            "/admin/tokens/{id}/revoke",
+            post(pages::admin::tokens::revoke),
+        )
+        .route(
+            "/admin/prices",
+            get(pages::admin::prices::page).post(pages::admin::prices::save),
+        )
+        .route("/admin/audit", get(pages::admin::audit::page))
+        .route("/chargeback", get(pages::chargeback::page))
+        .route("/chargeback.csv", get(pages::chargeback::csv))
         .layer(middleware::from_fn(security_headers))
 }
 

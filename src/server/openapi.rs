@@ -68,7 +68,7 @@ pub fn api_routes() -> (axum::Router<AppState>, Document) {
         .routes(routes!(reports::usage_report))
         .routes(routes!(reports::chargeback_report))
         .routes(routes!(reports::list_ledger))
-        .routes(routes!(reports::price_table))
+        .routes(routes!(reports::price_table, reports::put_prices))
         .split_for_parts()
 }
 

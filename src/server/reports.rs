@@ -17,11 +17,13 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::AppState;
-use super::accounts::query_int;
-use super::auth::Principal;
+use super::accounts::{actor, query_int};
+use super::auth::{ADMINS, Principal};
+use super::decode::RawJson;
 use super::error::{ApiError, ApiResult};
-use crate::accounting::{self, GroupKey, Period, PeriodError, PriceTable, Report};
+use crate::accounting::{self, GroupKey, Period, PeriodError, PriceTable, Prices, Report};
 use crate::api;
+use crate::store::audit::{self, Change};
 use crate::store::ledger;
 use crate::worker::clock;
 
@@ -334,5 +336,134 @@ pub async fn price_table(
     State(state): State<AppState>,
     _who: Principal,
 ) -> ApiResult<Json<PriceTable>> {
+    Ok(Json(ledger::prices(&state.pool).await?.table()))
+}
+
+#[utoipa::path(put, path = "/api/v1/prices", tag = "reports",
+    summary = "Set prices, from now on",
+    description = "Roles: admin. Each row sets the price of one GPU-hour of a whole GPU of `model` (\"*\": any model not listed) \
+        in `tier` (reserved, on-demand, spot), in `currency` units; models and tiers not given keep their price. \
+        A new price takes effect from now on: the worker charges each hold when it ends, at the prices in effect then, \
+        and ledger rows already charged keep the price they were charged at (the ledger is never rewritten). \
+        One table, one currency: a change of currency must give every model and tier the table lists now. \
+        Recorded in the audit log. Answers the table now in effect.",
+    request_body = api::PricesUpdate,
+    responses((status = 200, body = PriceTable), (status = "4XX", body = api::Error)),
+    security(("bearer" = [])))]
+pub async fn put_prices(
+    State(state): State<AppState>,
+    who: Principal,
+    body: RawJson,
+) -> ApiResult<Json<PriceTable>> {
+    who.require(ADMINS, "set prices")?;
+    let req: api::PricesUpdate = body.decode()?;
+    if req.prices.is_empty() {
+        return Err(ApiError::bad_request(
+            "prices",
+            "prices: empty; give at least one model, tier and price",
+        ));
+    }
+    for (i, it) in req.prices.iter().enumerate() {
+        if it.model.chars().count() > 64
+            || it
+                .model
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(ApiError::bad_request(
+                "prices",
+                format!(
+                    "prices[{i}].model: {:?} must be at most 64 characters, without spaces",
+                    it.model
+                ),
+            ));
+        }
+    }
+    // The same checks as a price table file's: the currency's code, the
+    // tiers, each price from 0 to 1000000, no model and tier twice.
+    let checked = Prices::from_table(PriceTable {
+        currency: req.currency.clone(),
+        source: String::new(),
+        assumptions: Vec::new(),
+        prices: req.prices.clone(),
+    })
+    .map_err(|e| {
+        let message = e.to_string();
+        let field = if message.starts_with("currency") {
+            "currency"
+        } else {
+            "prices"
+        };
+        ApiError::bad_request(field, message)
+    })?;
+    let mut tx = state.pool.begin().await?;
+    let before = ledger::prices(&mut *tx).await?.table();
+    if before.currency != checked.currency {
+        let missing: Vec<String> = before
+            .prices
+            .iter()
+            .filter(|p| {
+                !req.prices
+                    .iter()
+                    .any(|q| q.model == p.model && q.tier == p.tier)
+            })
+            .map(|p| format!("{}/{}", p.model, p.tier))
+            .collect();
+        if !missing.is_empty() {
+            return Err(ApiError::bad_request(
+                "currency",
+                format!(
+                    "currency: {} is not the table's {}; to change the currency give every model and tier \
+                     the table lists (missing: {})",
+                    checked.currency,
+                    before.currency,
+                    missing.join(", ")
+                ),
+            ));
+        }
+    }
+    let rows: Vec<(String, String, i64)> = req
+        .prices
+        .iter()
+        .map(|p| {
+            (
+                p.model.clone(),
+                p.tier.clone(),
+                checked.per_hour(&p.model, &p.tier),
+            )
+        })
+        .collect();
+    let (_, currencies) = ledger::insert_prices(&mut tx, &checked.currency, &rows).await?;
+    if currencies.len() > 1 {
+        // Another change of currency came first.
+        return Err(ApiError::conflict(format!(
+            "the prices in effect would mix currencies ({}); try again",
+            currencies.join(", ")
+        )));
+    }
+    audit::record(
+        &mut *tx,
+        actor(&who),
+        Change {
+            action: "prices.update",
+            target_kind: "prices",
+            target: &checked.currency,
+            // The rows changed, as they were and as they are.
+            before: Some(serde_json::json!({
+                "currency": before.currency,
+                "prices": before
+                    .prices
+                    .iter()
+                    .filter(|p| req.prices.iter().any(|q| q.model == p.model && q.tier == p.tier))
+                    .collect::<Vec<_>>(),
+            })),
+            after: Some(serde_json::json!({
+                "currency": checked.currency,
+                "prices": req.prices,
+            })),
+        },
+    )
+    .await?;
+    tx.commit().await?;
     Ok(Json(ledger::prices(&state.pool).await?.table()))
 }

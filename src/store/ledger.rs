@@ -165,3 +165,57 @@ pub async fn page(
     .fetch_all(pool)
     .await
 }
+
+/// The key of the lock that lets one price change through at a time:
+/// "prices" in ASCII.
+const PRICES_LOCK: i64 = 0x7072_6963_6573;
+
+/// New prices (model, tier, micro-units per GPU-hour) in `currency`,
+/// in effect from the moment they are written: rows with a `valid_from`
+/// of now, after the rows already there (nothing is rewritten; ledger
+/// rows keep the price they were charged at). Within `tx`: one change at
+/// a time (a lock for the transaction), and refused, by giving the
+/// currencies in effect afterwards, when those would be more than one.
+/// Gives the moment the prices take effect and the currencies in effect.
+pub async fn insert_prices(
+    tx: &mut sqlx::PgConnection,
+    currency: &str,
+    rows: &[(String, String, i64)],
+) -> Result<(DateTime<Utc>, Vec<String>), sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT 1 AS "one!" FROM pg_advisory_xact_lock($1)"#,
+        PRICES_LOCK
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    // After the lock: a change committed meanwhile is seen, and the new
+    // rows come after it.
+    let at = sqlx::query_scalar!(r#"SELECT clock_timestamp() AS "at!""#)
+        .fetch_one(&mut *tx)
+        .await?;
+    let models: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    let tiers: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+    let micros: Vec<i64> = rows.iter().map(|r| r.2).collect();
+    sqlx::query!(
+        "INSERT INTO prices (gpu_model, capacity_tier, price_micros, currency, valid_from)
+         SELECT m, t, p, $4, $5 FROM UNNEST($1::text[], $2::text[], $3::bigint[]) AS x(m, t, p)",
+        &models,
+        &tiers,
+        &micros,
+        currency,
+        at,
+    )
+    .execute(&mut *tx)
+    .await?;
+    let currencies = sqlx::query_scalar!(
+        r#"SELECT DISTINCT currency AS "currency!" FROM (
+               SELECT DISTINCT ON (gpu_model, capacity_tier) currency
+               FROM prices WHERE valid_from <= $1
+               ORDER BY gpu_model, capacity_tier, valid_from DESC) AS in_effect
+           ORDER BY 1"#,
+        at
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok((at, currencies))
+}
