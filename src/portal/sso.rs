@@ -684,7 +684,7 @@ async fn provision(
             return Err(refusal(format!(
                 "Your single sign-on account is not mapped to a team or a role in Partita \
                  (your {claim}: {}). Ask {} to add you to a team's group, or to map one of \
-                 your groups to a team on the single sign-on page.",
+                 your groups to a team (Admin, Single sign-on).",
                 shown(&values),
                 admins(&state.pool).await
             )));
@@ -698,7 +698,7 @@ async fn provision(
             return Err(refusal(format!(
                 "Your single sign-on account gives you the role {role} but no team, and every \
                  {role} belongs to a team (your {claim}: {}). Ask {} to add you to a team's \
-                 group, or to map one of your groups to a team on the single sign-on page.",
+                 group, or to map one of your groups to a team (Admin, Single sign-on).",
                 shown(&values),
                 admins(&state.pool).await
             )));
