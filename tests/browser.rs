@@ -3,7 +3,8 @@
 //! (tests/support/oidc.rs). Skipped when Chromium or chromedriver is
 //! missing, unless CI is set (then they must be there).
 //!
-//! Screenshots go to docs/screenshots/.
+//! Screenshots go to docs/screenshots/ when env PARTITA_SCREENSHOTS is set:
+//! `PARTITA_SCREENSHOTS=1 cargo test --test browser`.
 
 mod support;
 
@@ -67,9 +68,18 @@ async fn forget_provider(b: &Browser) {
     }
 }
 
+/// Where a screenshot goes: docs/screenshots/ with env
+/// `PARTITA_SCREENSHOTS` set (to refresh the committed ones), else a
+/// temporary directory (taken all the same, so a broken page still fails).
 fn screenshot(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("docs/screenshots")
+    if std::env::var_os("PARTITA_SCREENSHOTS").is_some() {
+        return Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/screenshots")
+            .join(name);
+    }
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
         .join(name)
 }
 
@@ -97,7 +107,8 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
 
     // A lead signs in with SSO (the test picks the provider's user with
     // login_hint) and lands on the portal as that user, team and role.
-    b.goto(&format!("{base}/auth/login?login_hint=lena&next=/")).await;
+    b.goto(&format!("{base}/auth/login?login_hint=lena&next=/"))
+        .await;
     let landed = b
         .wait_for_url(Duration::from_secs(15), |u| {
             u.as_str().starts_with(&base) && u.path() == "/"
@@ -128,7 +139,12 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
     // Signing out ends the session here and at the provider, then comes
     // back to the portal, which asks to sign in.
     b.goto(&format!("{base}/")).await;
-    b.find(Locator::Id("signout")).await.unwrap().click().await.unwrap();
+    b.find(Locator::Id("signout"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let back = b
         .wait_for_url(Duration::from_secs(15), |u| {
             u.as_str().starts_with(&base) && u.path() == "/signin"
@@ -164,7 +180,11 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
     let pairs: Vec<(String, String)> = auth.query_pairs().into_owned().collect();
     auth.query_pairs_mut().clear();
     for (k, v) in &pairs {
-        let v = if k == "state" { format!("{v}-changed") } else { v.clone() };
+        let v = if k == "state" {
+            format!("{v}-changed")
+        } else {
+            v.clone()
+        };
         auth.query_pairs_mut().append_pair(k, &v);
     }
     b.goto(auth.as_str()).await;
@@ -173,36 +193,54 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
     })
     .await;
     let message = text(&b, "error-message").await;
-    assert!(message.contains("does not belong to the sign-in"), "{message}");
+    assert!(
+        message.contains("does not belong to the sign-in"),
+        "{message}"
+    );
     assert!(!exists(&b, "#whoami").await);
     assert!(b.get_named_cookie("partita_session").await.is_err());
 
     // Someone whose groups give a role but no team: a page in words that
     // says whom to ask.
     forget_provider(&b).await;
-    b.goto(&format!("{base}/auth/login?login_hint=nora&next=/")).await;
+    b.goto(&format!("{base}/auth/login?login_hint=nora&next=/"))
+        .await;
     b.wait_for_url(Duration::from_secs(15), |u| {
         u.as_str().starts_with(&format!("{base}/auth/callback"))
     })
     .await;
     let message = text(&b, "error-message").await;
     assert!(message.contains("the role member but no team"), "{message}");
-    assert!(message.contains("Ask a Partita administrator (root)"), "{message}");
+    assert!(
+        message.contains("Ask a Partita administrator (root)"),
+        "{message}"
+    );
     assert!(b.get_named_cookie("partita_session").await.is_err());
     b.screenshot_to(screenshot("sso-refused.png")).await;
 
     // An admin (signed in with a token, the form behind "instead") maps a
     // group on the single sign-on page, without JavaScript's help.
     b.goto(&format!("{base}/signin")).await;
-    b.find(Locator::Css("details summary")).await.unwrap().click().await.unwrap();
+    b.find(Locator::Css("details summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     b.find(Locator::Id("token"))
         .await
         .unwrap()
         .send_keys(w.token("admin").unwrap())
         .await
         .unwrap();
-    b.find(Locator::Id("signin")).await.unwrap().click().await.unwrap();
-    b.wait_for_url(Duration::from_secs(10), |u| u.path() == "/").await;
+    b.find(Locator::Id("signin"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_url(Duration::from_secs(10), |u| u.path() == "/")
+        .await;
     b.goto(&format!("{base}/admin/sso")).await;
     b.find(Locator::Id("claim_value"))
         .await
@@ -222,7 +260,12 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
         .click()
         .await
         .unwrap();
-    b.find(Locator::Id("add")).await.unwrap().click().await.unwrap();
+    b.find(Locator::Id("add"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     b.wait_for_url(Duration::from_secs(10), |u| u.query() == Some("done=added"))
         .await;
     assert!(text(&b, "rules").await.contains("ml-leads"));

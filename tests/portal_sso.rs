@@ -129,7 +129,11 @@ impl OpAgent {
                 (300..400).contains(&status),
                 "the provider answered {status} at {url}: {body}"
             );
-            url = Url::parse(&url).unwrap().join(&location).unwrap().to_string();
+            url = Url::parse(&url)
+                .unwrap()
+                .join(&location)
+                .unwrap()
+                .to_string();
         }
         panic!("more than 20 redirects at the provider");
     }
@@ -201,7 +205,10 @@ async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims()
     let page = sso_login(&mut v, &op, &mut agent, "lena").await;
     assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
     assert_eq!(page.location(), "/?welcome");
-    assert!(!v.cookies.contains_key("partita_sso"), "the sign-in's cookie is spent");
+    assert!(
+        !v.cookies.contains_key("partita_sso"),
+        "the sign-in's cookie is spent"
+    );
     let set: Vec<String> = page
         .headers
         .get_all("set-cookie")
@@ -212,7 +219,10 @@ async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims()
         .iter()
         .find(|c| c.starts_with("partita_session="))
         .expect("a session cookie");
-    assert!(session.contains("HttpOnly") && session.contains("SameSite=Lax"), "{session}");
+    assert!(
+        session.contains("HttpOnly") && session.contains("SameSite=Lax"),
+        "{session}"
+    );
 
     let home = v.get("/").await;
     assert_eq!(home.status, StatusCode::OK, "{}", home.body);
@@ -257,7 +267,13 @@ async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims()
     );
 
     // Admin and finance have no team, whatever the claim says.
-    let page = sso_login(&mut Visitor::new(app.clone()), &op, &mut OpAgent::default(), "fay").await;
+    let page = sso_login(
+        &mut Visitor::new(app.clone()),
+        &op,
+        &mut OpAgent::default(),
+        "fay",
+    )
+    .await;
     assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
     assert_eq!(user(&w.pool, "fay").await.unwrap().0, "finance");
     assert_eq!(user(&w.pool, "fay").await.unwrap().1, None);
@@ -270,7 +286,11 @@ async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims()
     let added = root
         .post(
             "/admin/sso/rules",
-            &[("claim_value", "team:search"), ("team", "ads"), ("role", "viewer")],
+            &[
+                ("claim_value", "team:search"),
+                ("team", "ads"),
+                ("role", "viewer"),
+            ],
         )
         .await;
     assert_eq!(added.status, StatusCode::SEE_OTHER, "{}", added.body);
@@ -289,10 +309,11 @@ async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims()
     assert_eq!(updated[0].1.as_ref().unwrap()["team"], "search");
     assert_eq!(updated[0].2.as_ref().unwrap()["role"], "viewer");
     assert_eq!(updated[0].2.as_ref().unwrap()["team"], "ads");
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM users WHERE external_subject = 'lena'")
-        .fetch_one(&w.pool)
-        .await
-        .unwrap();
+    let count: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM users WHERE external_subject = 'lena'")
+            .fetch_one(&w.pool)
+            .await
+            .unwrap();
     assert_eq!(count, 1, "the same user, not a new one");
     // The same sign-in again changes nothing: no second update.
     sso_login(&mut Visitor::new(app.clone()), &op, &mut agent, "lena").await;
@@ -314,12 +335,20 @@ async fn a_tampered_or_replayed_callback_is_refused() {
     let pairs: Vec<(String, String)> = tampered.query_pairs().into_owned().collect();
     tampered.query_pairs_mut().clear();
     for (k, val) in &pairs {
-        let val = if k == "state" { format!("{val}x") } else { val.clone() };
+        let val = if k == "state" {
+            format!("{val}x")
+        } else {
+            val.clone()
+        };
         tampered.query_pairs_mut().append_pair(k, &val);
     }
     let page = v.get(&tampered.as_str()[PUBLIC.len()..]).await;
     assert_eq!(page.status, StatusCode::BAD_REQUEST, "{}", page.body);
-    assert!(page.body.contains("does not belong to the sign-in"), "{}", page.body);
+    assert!(
+        page.body.contains("does not belong to the sign-in"),
+        "{}",
+        page.body
+    );
     assert!(!v.cookies.contains_key("partita_session"));
     let replay = v.get(&back[PUBLIC.len()..]).await;
     assert_eq!(replay.status, StatusCode::BAD_REQUEST, "{}", replay.body);
@@ -331,7 +360,11 @@ async fn a_tampered_or_replayed_callback_is_refused() {
     let mut stranger = Visitor::new(app.clone());
     let page = stranger.get(&back[PUBLIC.len()..]).await;
     assert_eq!(page.status, StatusCode::BAD_REQUEST, "{}", page.body);
-    assert!(page.body.contains("did not start in this browser"), "{}", page.body);
+    assert!(
+        page.body.contains("did not start in this browser"),
+        "{}",
+        page.body
+    );
     stranger
         .cookies
         .insert("partita_sso".into(), "not-the-one".into());
@@ -358,7 +391,12 @@ async fn a_tampered_or_replayed_callback_is_refused() {
         ))
         .await;
     assert_eq!(page.status, StatusCode::UNAUTHORIZED, "{}", page.body);
-    assert!(page.body.contains("did not sign you in (access_denied: no)"), "{}", page.body);
+    assert!(
+        page.body
+            .contains("did not sign you in (access_denied: no)"),
+        "{}",
+        page.body
+    );
 }
 
 #[tokio::test]
@@ -371,21 +409,50 @@ async fn who_has_no_team_or_is_disabled_is_refused_in_words() {
     let mut v = Visitor::new(app.clone());
     let page = sso_login(&mut v, &op, &mut OpAgent::default(), "nora").await;
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
-    assert!(page.body.contains("the role member but no team"), "{}", page.body);
-    assert!(page.body.contains("Ask a Partita administrator (root)"), "{}", page.body);
+    assert!(
+        page.body.contains("the role member but no team"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("Ask a Partita administrator (root)"),
+        "{}",
+        page.body
+    );
     assert!(!v.cookies.contains_key("partita_session"));
     assert_eq!(user(&w.pool, "nora").await, None);
 
     // No value that maps at all.
-    let page = sso_login(&mut Visitor::new(app.clone()), &op, &mut OpAgent::default(), "zed").await;
+    let page = sso_login(
+        &mut Visitor::new(app.clone()),
+        &op,
+        &mut OpAgent::default(),
+        "zed",
+    )
+    .await;
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
-    assert!(page.body.contains("not mapped to a team or a role"), "{}", page.body);
+    assert!(
+        page.body.contains("not mapped to a team or a role"),
+        "{}",
+        page.body
+    );
     assert!(page.body.contains("your groups: none"), "{}", page.body);
 
     // A team Partita does not have.
-    let page = sso_login(&mut Visitor::new(app.clone()), &op, &mut OpAgent::default(), "ghost").await;
+    let page = sso_login(
+        &mut Visitor::new(app.clone()),
+        &op,
+        &mut OpAgent::default(),
+        "ghost",
+    )
+    .await;
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
-    assert!(page.body.contains("the team nowhere, which Partita does not have"), "{}", page.body);
+    assert!(
+        page.body
+            .contains("the team nowhere, which Partita does not have"),
+        "{}",
+        page.body
+    );
 
     // A disabled user: refused at the next sign-in, and the session ends.
     let mut v = Visitor::new(app.clone());
@@ -396,9 +463,19 @@ async fn who_has_no_team_or_is_disabled_is_refused_in_words() {
         .execute(&w.pool)
         .await
         .unwrap();
-    let page = sso_login(&mut Visitor::new(app.clone()), &op, &mut OpAgent::default(), "lena").await;
+    let page = sso_login(
+        &mut Visitor::new(app.clone()),
+        &op,
+        &mut OpAgent::default(),
+        "lena",
+    )
+    .await;
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
-    assert!(page.body.contains("Your Partita account is disabled"), "{}", page.body);
+    assert!(
+        page.body.contains("Your Partita account is disabled"),
+        "{}",
+        page.body
+    );
 }
 
 #[tokio::test]
@@ -489,8 +566,17 @@ async fn sso_is_off_without_an_issuer_and_discovered_at_first_use() {
     });
     let mut v = Visitor::new(partita::server::app(state));
     let page = v.get("/auth/login").await;
-    assert_eq!(page.status, StatusCode::SERVICE_UNAVAILABLE, "{}", page.body);
-    assert!(page.body.contains("cannot be reached just now"), "{}", page.body);
+    assert_eq!(
+        page.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("cannot be reached just now"),
+        "{}",
+        page.body
+    );
 }
 
 #[tokio::test]
@@ -502,7 +588,10 @@ async fn admins_edit_the_claim_rules_and_others_may_not() {
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
     lead.get("/").await;
     let page = lead
-        .post("/admin/sso/rules", &[("claim_value", "x"), ("role", "admin")])
+        .post(
+            "/admin/sso/rules",
+            &[("claim_value", "x"), ("role", "admin")],
+        )
         .await;
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
 
@@ -513,31 +602,63 @@ async fn admins_edit_the_claim_rules_and_others_may_not() {
     assert!(page.body.contains("id=\"sso-off\""), "{}", page.body);
     assert!(page.body.contains("id=\"no-rules\""), "{}", page.body);
     for field in ["claim_value", "team", "role"] {
-        assert!(page.body.contains(&format!("<label for=\"{field}\">")), "{field}");
+        assert!(
+            page.body.contains(&format!("<label for=\"{field}\">")),
+            "{field}"
+        );
     }
 
     // Errors together, beside their fields.
     let bad = root
-        .post("/admin/sso/rules", &[("claim_value", " "), ("team", ""), ("role", "")])
+        .post(
+            "/admin/sso/rules",
+            &[("claim_value", " "), ("team", ""), ("role", "")],
+        )
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
-    assert!(bad.body.contains("id=\"claim_value-error\""), "{}", bad.body);
-    assert!(bad.body.contains("Choose a team, a role, or both."), "{}", bad.body);
+    assert!(
+        bad.body.contains("id=\"claim_value-error\""),
+        "{}",
+        bad.body
+    );
+    assert!(
+        bad.body.contains("Choose a team, a role, or both."),
+        "{}",
+        bad.body
+    );
     let bad = root
         .post(
             "/admin/sso/rules",
-            &[("claim_value", "money"), ("team", "search"), ("role", "finance")],
+            &[
+                ("claim_value", "money"),
+                ("team", "search"),
+                ("role", "finance"),
+            ],
         )
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert!(bad.body.contains("belong to no team"), "{}", bad.body);
-    assert!(bad.body.contains("value=\"money\""), "the form keeps what was typed");
+    assert!(
+        bad.body.contains("value=\"money\""),
+        "the form keeps what was typed"
+    );
     let bad = root
-        .post("/admin/sso/rules", &[("claim_value", "x"), ("team", "nope")])
+        .post(
+            "/admin/sso/rules",
+            &[("claim_value", "x"), ("team", "nope")],
+        )
         .await;
-    assert!(bad.body.contains("There is no team named nope."), "{}", bad.body);
+    assert!(
+        bad.body.contains("There is no team named nope."),
+        "{}",
+        bad.body
+    );
 
-    for (value, team, role) in [("ml", "search", ""), ("ml-leads", "", "lead"), ("ads", "ads", "member")] {
+    for (value, team, role) in [
+        ("ml", "search", ""),
+        ("ml-leads", "", "lead"),
+        ("ads", "ads", "member"),
+    ] {
         let ok = root
             .post(
                 "/admin/sso/rules",
@@ -565,11 +686,18 @@ async fn admins_edit_the_claim_rules_and_others_may_not() {
     assert!(page.body.contains(&format!("id=\"rule-{}\"", rows[2].0)));
 
     let moved = root
-        .post(&format!("/admin/sso/rules/{}/move", rows[2].0), &[("dir", "up")])
+        .post(
+            &format!("/admin/sso/rules/{}/move", rows[2].0),
+            &[("dir", "up")],
+        )
         .await;
     assert_eq!(moved.status, StatusCode::SEE_OTHER, "{}", moved.body);
     assert_eq!(
-        order().await.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
+        order()
+            .await
+            .iter()
+            .map(|r| r.1.as_str())
+            .collect::<Vec<_>>(),
         ["ml", "ads", "ml-leads"]
     );
     root.get("/admin/sso").await;
@@ -578,7 +706,11 @@ async fn admins_edit_the_claim_rules_and_others_may_not() {
         .await;
     assert_eq!(gone.status, StatusCode::SEE_OTHER, "{}", gone.body);
     assert_eq!(
-        order().await.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
+        order()
+            .await
+            .iter()
+            .map(|r| r.1.as_str())
+            .collect::<Vec<_>>(),
         ["ads", "ml-leads"]
     );
     // Without the CSRF token: refused.
@@ -594,4 +726,56 @@ async fn admins_edit_the_claim_rules_and_others_may_not() {
     let deleted = audit(&w.pool, "sso_rule.delete").await;
     assert_eq!(deleted[0].1.as_ref().unwrap()["claim_value"], "ml");
     assert_eq!(deleted[0].1.as_ref().unwrap()["team"], "search");
+}
+
+#[tokio::test]
+async fn partita_serve_takes_the_sso_settings_from_flags_and_the_environment() {
+    let (_pool, db) = support::fresh_db().await;
+    let url = support::url(&db);
+    let data = tempfile::tempdir().unwrap();
+    let op = Provider::start(&[callback()], USERS);
+    let issuer = op.issuer();
+    let args = [
+        "--no-worker",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+        "--database-url",
+        &url,
+        "--public-url",
+        PUBLIC,
+    ];
+
+    // The issuer without a secret: refused at start, in words.
+    let err = support::Serve::start(&args, &[("PARTITA_OIDC_ISSUER", &issuer)])
+        .err()
+        .expect("no start without a client secret");
+    assert!(err.contains("--oidc-client-secret"), "{err}");
+
+    let serve = support::Serve::start(
+        &args,
+        &[
+            ("PARTITA_OIDC_ISSUER", &issuer),
+            ("PARTITA_OIDC_CLIENT_SECRET", oidc::CLIENT_SECRET),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let addr = serve.addr.clone();
+    let (status, body) = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || support::http_get(&addr, "/signin")
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("id=\"sso\""), "{body}");
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        support::http_get(&addr, "/auth/login?login_hint=lena")
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 303, "{body}");
+    let (_, log) = serve.terminate();
+    assert!(log.contains("single sign-on: provider discovered"), "{log}");
+    assert!(log.contains(&format!("{PUBLIC}/auth/callback")), "{log}");
+    assert!(!log.contains(oidc::CLIENT_SECRET), "the secret is never logged: {log}");
 }

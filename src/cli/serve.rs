@@ -48,19 +48,39 @@ pub struct PortalArgs {
     #[arg(long, value_name = "URL", env = "PARTITA_OIDC_ISSUER")]
     pub oidc_issuer: Option<String>,
     /// single sign-on: this server's client id at the provider
-    #[arg(long, value_name = "ID", env = "PARTITA_OIDC_CLIENT_ID", default_value = "partita")]
+    #[arg(
+        long,
+        value_name = "ID",
+        env = "PARTITA_OIDC_CLIENT_ID",
+        default_value = "partita"
+    )]
     pub oidc_client_id: String,
     /// single sign-on: the client secret (better in the environment than on the command line)
-    #[arg(long, value_name = "SECRET", env = "PARTITA_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "PARTITA_OIDC_CLIENT_SECRET",
+        hide_env_values = true
+    )]
     pub oidc_client_secret: Option<crate::portal::sso::Secret>,
     /// single sign-on: where the provider sends users back (default PUBLIC_URL/auth/callback)
     #[arg(long, value_name = "URL", env = "PARTITA_OIDC_REDIRECT_URL")]
     pub oidc_redirect_url: Option<String>,
     /// single sign-on: the claim whose values map to team and role (rules at /admin/sso)
-    #[arg(long, value_name = "NAME", env = "PARTITA_OIDC_CLAIM", default_value = "groups")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PARTITA_OIDC_CLAIM",
+        default_value = "groups"
+    )]
     pub oidc_claim: String,
     /// single sign-on: the scopes asked for, space-separated
-    #[arg(long, value_name = "SCOPES", env = "PARTITA_OIDC_SCOPES", default_value = "openid email profile groups")]
+    #[arg(
+        long,
+        value_name = "SCOPES",
+        env = "PARTITA_OIDC_SCOPES",
+        default_value = "openid email profile groups"
+    )]
     pub oidc_scopes: String,
 }
 
@@ -170,6 +190,8 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    // Checked before saying where it listens: a wrong setting stops it.
+    let portal = args.portal.config(addr, &args.data_dir)?;
     writeln!(
         stdout,
         "Partita listening on http://{addr} (the API at /api/v1; {}; {}; data in {})",
@@ -184,7 +206,6 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     stdout.flush()?;
     let mut state = AppState::new(database.pool.clone());
     state.metrics = metrics;
-    let portal = args.portal.config(addr, &args.data_dir)?;
     if let Some(sso) = &portal.sso {
         // Discovered once now; if the provider is down, the first sign-in
         // tries again.

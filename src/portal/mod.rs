@@ -52,8 +52,14 @@ pub fn routes() -> Router<AppState> {
         .route("/auth/callback", get(sso::callback))
         .route("/admin/sso", get(pages::sso_admin::page))
         .route("/admin/sso/rules", post(pages::sso_admin::add))
-        .route("/admin/sso/rules/{id}/delete", post(pages::sso_admin::delete))
-        .route("/admin/sso/rules/{id}/move", post(pages::sso_admin::move_rule))
+        .route(
+            "/admin/sso/rules/{id}/delete",
+            post(pages::sso_admin::delete),
+        )
+        .route(
+            "/admin/sso/rules/{id}/move",
+            post(pages::sso_admin::move_rule),
+        )
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn(security_headers))
 }

@@ -198,7 +198,13 @@ impl Sso {
         let issuer = IssuerUrl::new(s.issuer.clone()).map_err(|e| e.to_string())?;
         let meta = ProviderMetadataWithLogout::discover_async(issuer, &self.http)
             .await
-            .map_err(|e| format!("discovering the OpenID provider {}: {}", s.issuer, chain(&e)))?;
+            .map_err(|e| {
+                format!(
+                    "discovering the OpenID provider {}: {}",
+                    s.issuer,
+                    chain(&e)
+                )
+            })?;
         let end_session = meta.additional_metadata().end_session_endpoint.clone();
         let client = OidcClient::from_provider_metadata(
             meta,
@@ -603,7 +609,11 @@ pub async fn rules(db: impl sqlx::PgExecutor<'_>) -> sqlx::Result<Vec<Rule>> {
 pub fn base_name(preferred: Option<&str>, email: Option<&str>, sub: &str) -> String {
     let raw = preferred
         .filter(|s| !s.trim().is_empty())
-        .or_else(|| email.and_then(|e| e.split('@').next()).filter(|s| !s.is_empty()))
+        .or_else(|| {
+            email
+                .and_then(|e| e.split('@').next())
+                .filter(|s| !s.is_empty())
+        })
         .unwrap_or(sub);
     let mut out = String::new();
     for c in raw.trim().chars().flat_map(char::to_lowercase) {
@@ -691,7 +701,11 @@ async fn provision(
         }
     };
     let team_less = role == ROLE_ADMIN || role == ROLE_FINANCE;
-    let team = if team_less { None } else { mapping.team.clone() };
+    let team = if team_less {
+        None
+    } else {
+        mapping.team.clone()
+    };
     let team_id = match &team {
         None if team_less => None,
         None => {
@@ -927,7 +941,10 @@ mod tests {
     #[test]
     fn names_are_user_names() {
         assert_eq!(base_name(Some("Lena.Ng"), None, "x"), "lena-ng");
-        assert_eq!(base_name(None, Some("Bob_Smith@example.com"), "x"), "bob-smith");
+        assert_eq!(
+            base_name(None, Some("Bob_Smith@example.com"), "x"),
+            "bob-smith"
+        );
         assert_eq!(base_name(Some(" "), None, "1234"), "u-1234");
         assert_eq!(base_name(None, None, "--"), "u");
         let long = base_name(None, None, &"a".repeat(80));

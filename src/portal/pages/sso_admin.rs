@@ -217,7 +217,10 @@ pub async fn add(
         errors.claim_value = "A claim value of at most 200 characters, please.".into();
     }
     if !form.role.is_empty() && !ROLES.contains(&form.role.as_str()) {
-        errors.role = format!("There is no role {:?}; choose one from the list.", form.role);
+        errors.role = format!(
+            "There is no role {:?}; choose one from the list.",
+            form.role
+        );
     }
     if form.team.is_empty() && form.role.is_empty() {
         errors.team = "Choose a team, a role, or both.".into();
@@ -270,7 +273,9 @@ pub async fn add(
             target_kind: "sso_rule",
             target: &id.to_string(),
             before: None,
-            after: Some(json!({"claim_value": form.claim_value, "team": form.team, "role": form.role})),
+            after: Some(
+                json!({"claim_value": form.claim_value, "team": form.team, "role": form.role}),
+            ),
         },
     )
     .await
@@ -338,12 +343,11 @@ pub async fn move_rule(
     let viewer = posted.viewer;
     admin_only(&viewer)?;
     let mut tx = state.pool.begin().await.map_err(internal)?;
-    let mut ids = sqlx::query_scalar!(
-        "SELECT id FROM sso_claim_rules ORDER BY position, id FOR UPDATE"
-    )
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(internal)?;
+    let mut ids =
+        sqlx::query_scalar!("SELECT id FROM sso_claim_rules ORDER BY position, id FOR UPDATE")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(internal)?;
     let Some(at) = ids.iter().position(|r| *r == id) else {
         return Err(PageError::not_found(
             "That rule does not exist (any more); reload the page.",
