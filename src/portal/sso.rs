@@ -566,7 +566,7 @@ pub fn map_values(rules: &[Rule], values: &[String]) -> Mapping {
         return m;
     }
     for rule in rules {
-        if !values.iter().any(|v| *v == rule.claim_value) {
+        if !values.contains(&rule.claim_value) {
             continue;
         }
         if m.team.is_none() {
