@@ -33,6 +33,109 @@ pub struct ServeArgs {
     pub no_worker: bool,
     #[command(flatten)]
     pub cluster: super::worker::ClusterArgs,
+    #[command(flatten)]
+    pub portal: PortalArgs,
+}
+
+/// The portal's settings: where users reach it, and single sign-on with
+/// OpenID Connect (on when `--oidc-issuer` is given).
+#[derive(Debug, clap::Args)]
+pub struct PortalArgs {
+    /// where users reach the portal, e.g. https://partita.example.com (https:// makes cookies Secure); default http://LISTEN
+    #[arg(long, value_name = "URL", env = "PARTITA_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// single sign-on: the OpenID provider's issuer URL (as its discovery document says it)
+    #[arg(long, value_name = "URL", env = "PARTITA_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+    /// single sign-on: this server's client id at the provider
+    #[arg(
+        long,
+        value_name = "ID",
+        env = "PARTITA_OIDC_CLIENT_ID",
+        default_value = "partita"
+    )]
+    pub oidc_client_id: String,
+    /// single sign-on: the client secret (better in the environment than on the command line)
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "PARTITA_OIDC_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub oidc_client_secret: Option<crate::portal::sso::Secret>,
+    /// single sign-on: where the provider sends users back (default PUBLIC_URL/auth/callback)
+    #[arg(long, value_name = "URL", env = "PARTITA_OIDC_REDIRECT_URL")]
+    pub oidc_redirect_url: Option<String>,
+    /// single sign-on: the claim whose values map to team and role (rules at /admin/sso)
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PARTITA_OIDC_CLAIM",
+        default_value = "groups"
+    )]
+    pub oidc_claim: String,
+    /// single sign-on: the scopes asked for, space-separated
+    #[arg(
+        long,
+        value_name = "SCOPES",
+        env = "PARTITA_OIDC_SCOPES",
+        default_value = "openid email profile groups"
+    )]
+    pub oidc_scopes: String,
+}
+
+impl PortalArgs {
+    /// The portal's configuration for a server listening on `addr`.
+    /// Single sign-on's provider is not contacted here.
+    pub fn config(
+        &self,
+        addr: std::net::SocketAddr,
+        data_dir: &std::path::Path,
+    ) -> anyhow::Result<crate::portal::Config> {
+        let public_url = self
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}"))
+            .trim_end_matches('/')
+            .to_string();
+        anyhow::ensure!(
+            public_url.starts_with("http://") || public_url.starts_with("https://"),
+            "--public-url {public_url:?}: an http:// or https:// URL, please"
+        );
+        let sso = match &self.oidc_issuer {
+            None => None,
+            Some(issuer) => {
+                let secret = self.oidc_client_secret.clone().ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--oidc-issuer needs --oidc-client-secret (or PARTITA_OIDC_CLIENT_SECRET)"
+                    )
+                })?;
+                let settings = crate::portal::sso::Settings {
+                    issuer: issuer.trim().to_string(),
+                    client_id: self.oidc_client_id.clone(),
+                    client_secret: secret,
+                    redirect_url: self
+                        .oidc_redirect_url
+                        .clone()
+                        .unwrap_or_else(|| format!("{public_url}/auth/callback")),
+                    post_logout_redirect_url: format!("{public_url}/"),
+                    claim: self.oidc_claim.clone(),
+                    scopes: self
+                        .oidc_scopes
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect(),
+                };
+                Some(Arc::new(crate::portal::sso::Sso::new(settings)?))
+            }
+        };
+        Ok(crate::portal::Config {
+            secure_cookies: public_url.starts_with("https://"),
+            data_dir: data_dir.display().to_string(),
+            public_url,
+            sso,
+        })
+    }
 }
 
 /// Runs the server until SIGTERM or Ctrl-C. The first line on stdout says
@@ -87,6 +190,8 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    // Checked before saying where it listens: a wrong setting stops it.
+    let portal = args.portal.config(addr, &args.data_dir)?;
     writeln!(
         stdout,
         "Partita listening on http://{addr} (the API at /api/v1; {}; {}; data in {})",
@@ -101,6 +206,23 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     stdout.flush()?;
     let mut state = AppState::new(database.pool.clone());
     state.metrics = metrics;
+    if let Some(sso) = &portal.sso {
+        // Discovered once now; if the provider is down, the first sign-in
+        // tries again.
+        match sso.discover().await {
+            Ok(()) => tracing::info!(
+                issuer = %sso.settings.issuer,
+                redirect_url = %sso.settings.redirect_url,
+                claim = %sso.settings.claim,
+                "single sign-on: provider discovered"
+            ),
+            Err(why) => tracing::warn!(
+                error = %why,
+                "single sign-on: the provider cannot be reached now; the first sign-in tries again"
+            ),
+        }
+    }
+    state.portal = Arc::new(portal);
     // Submissions are checked against the cluster the worker runs (with
     // `--no-worker`, the one named here: give the web server and the
     // worker the same file).

@@ -6,13 +6,15 @@
 //! (`apicall.rs`), so roles and team scoping are exactly the API's and
 //! the portal holds no rules of its own about who may do what. Sessions
 //! and CSRF are in `session.rs`; static files (the CSS, the one script,
-//! the vendored htmx) in `assets.rs`.
+//! the vendored htmx) in `assets.rs`; single sign-on with OpenID Connect
+//! in `sso.rs`.
 
 pub mod apicall;
 pub mod assets;
 pub mod pages;
 pub mod render;
 pub mod session;
+pub mod sso;
 
 use axum::Router;
 use axum::extract::Request;
@@ -20,6 +22,7 @@ use axum::http::{HeaderValue, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
+use std::sync::Arc;
 
 use crate::server::AppState;
 
@@ -31,6 +34,11 @@ pub struct Config {
     pub secure_cookies: bool,
     /// The data directory the server uses, named in the sign-in hint.
     pub data_dir: String,
+    /// Where users reach the portal (`--public-url`, no trailing slash):
+    /// the base of the SSO redirect URLs. "" when not known.
+    pub public_url: String,
+    /// Single sign-on, when set up (`--oidc-issuer` and the rest).
+    pub sso: Option<Arc<sso::Sso>>,
 }
 
 /// The portal's routes. Pages need a session; without one they redirect
@@ -40,6 +48,18 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(pages::overview::page))
         .route("/signin", get(session::signin_form).post(session::signin))
         .route("/signout", post(session::signout))
+        .route("/auth/login", get(sso::login))
+        .route("/auth/callback", get(sso::callback))
+        .route("/admin/sso", get(pages::sso_admin::page))
+        .route("/admin/sso/rules", post(pages::sso_admin::add))
+        .route(
+            "/admin/sso/rules/{id}/delete",
+            post(pages::sso_admin::delete),
+        )
+        .route(
+            "/admin/sso/rules/{id}/move",
+            post(pages::sso_admin::move_rule),
+        )
         .route("/static/{file}", get(assets::serve))
         // Admin pages (role admin) and chargeback (issue 47 items 4 and 5).
         .route("/admin", get(pages::admin::index))
@@ -110,6 +130,6 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 impl Config {
     /// Whether single sign-on is set up (the sign-in page offers it).
     pub fn sso_enabled(&self) -> bool {
-        false
+        self.sso.is_some()
     }
 }

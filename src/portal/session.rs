@@ -445,7 +445,9 @@ pub async fn signin(
     }
 }
 
-/// POST /signout: ends the session and forgets the cookie.
+/// POST /signout: ends the session and forgets the cookie; a session
+/// that came from single sign-on then goes on to sign out at the provider
+/// (`sso::signout_redirect`), the others to the sign-in page.
 pub async fn signout(
     State(state): State<AppState>,
     jar: CookieJar,
@@ -454,8 +456,9 @@ pub async fn signout(
     if let Err(e) = end(&state, &posted.viewer).await {
         return e.into_response();
     }
+    let to = super::sso::signout_redirect(&state, posted.viewer.session_id).await;
     let jar = jar.remove(Cookie::build(COOKIE).path("/"));
-    (jar, Redirect::to("/signin")).into_response()
+    (jar, Redirect::to(&to)).into_response()
 }
 
 /// A form with nothing but its CSRF token (buttons).

@@ -291,7 +291,7 @@ pub enum Direction {
 
 /// Moves a queued job one place up or down among its team's queued jobs
 /// of its class, by swapping its queue key with its neighbour's
-/// (migrations/0014_team_queue_order.sql). The caller has locked the job.
+/// (migrations/0013_team_queue_order.sql). The caller has locked the job.
 /// Returns the neighbour's id, or None when the job is already first
 /// (last) of its class.
 pub async fn move_in_queue(

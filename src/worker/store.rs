@@ -124,7 +124,7 @@ pub struct QueueChange {
 }
 
 /// The unfinished jobs whose class or queue key changed since the worker
-/// last took them up (migrations/0014_team_queue_order.sql).
+/// last took them up (migrations/0013_team_queue_order.sql).
 pub async fn queue_changes(
     conn: &mut PgConnection,
     epoch: DateTime<Utc>,

@@ -49,7 +49,7 @@ pub struct JobRecord {
     pub spec: JobSpec,
     pub submitted: Nanos,
     /// Its place in its team's queue: the submission time unless the team
-    /// moved it (migrations/0014_team_queue_order.sql). The scheduler
+    /// moved it (migrations/0013_team_queue_order.sql). The scheduler
     /// orders by it.
     pub queue_key: Nanos,
     pub started: Option<Nanos>,
