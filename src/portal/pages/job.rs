@@ -46,6 +46,9 @@ struct JobPage {
     submitted: String,
     started: String,
     finished: String,
+    /// Wall time: a cancel or requeue asked for, not yet done.
+    cancel_asked: String,
+    requeue_asked: String,
     estimate: Estimate,
     tasks: Vec<TaskLine>,
     timeline: Vec<Line>,
@@ -144,6 +147,8 @@ pub async fn page(
         submitted: when(job.submitted_at),
         started: when_opt(job.started_at),
         finished: job.finished_at.map(when).unwrap_or_default(),
+        cancel_asked: job.cancel_requested_at.map(when).unwrap_or_default(),
+        requeue_asked: job.requeue_requested_at.map(when).unwrap_or_default(),
         estimate,
         tasks,
         timeline,

@@ -391,7 +391,7 @@ pub async fn requeue(
     headers: HeaderMap,
     posted: Posted<ActionForm>,
 ) -> Response {
-    let done = format!("Job {id} goes back to its queue.");
+    let done = format!("Requeue asked for job {id}: the worker puts it back in its queue.");
     act(
         &state,
         &id,
@@ -412,7 +412,7 @@ pub async fn cancel(
     headers: HeaderMap,
     posted: Posted<ActionForm>,
 ) -> Response {
-    let done = format!("Job {id} is cancelled.");
+    let done = format!("Cancel asked for job {id}: the worker stops it at its next cycle.");
     act(
         &state,
         &id,
