@@ -31,21 +31,20 @@ impl ClusterClock {
     /// Reads the last publication's clock (no API call: the clock is the
     /// same for every role).
     pub async fn read(state: &AppState) -> ClusterClock {
-        // TEMP-NO-MACRO
-        let row: Option<(DateTime<Utc>, f64, DateTime<Utc>)> = sqlx::query_as(
+        let row = sqlx::query!(
             r#"SELECT cluster_time, speed, published_at
-               FROM worker_views WHERE kind = 'cluster'"#,
+               FROM worker_views WHERE kind = 'cluster'"#
         )
         .fetch_optional(&state.pool)
         .await
         .ok()
         .flatten();
         match row {
-            Some((cluster_time, speed, published_at)) => ClusterClock {
-                now: cluster_time,
-                speed,
-                published_at: Some(published_at),
-                running: (Utc::now() - published_at).num_seconds() < STALE_SECS,
+            Some(r) => ClusterClock {
+                now: r.cluster_time,
+                speed: r.speed,
+                published_at: Some(r.published_at),
+                running: (Utc::now() - r.published_at).num_seconds() < STALE_SECS,
             },
             None => {
                 let now = match state.pool.acquire().await {
