@@ -7,7 +7,7 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 
-use super::clock::{ClusterClock, Estimate, when, when_opt};
+use super::clock::{ClusterClock, Estimate, when};
 use super::parts::{self, FlashQuery};
 use crate::api;
 use crate::portal::apicall;
@@ -145,7 +145,7 @@ pub async fn page(
         clock,
         gpus: parts::gpus(job.gpus),
         submitted: when(job.submitted_at),
-        started: when_opt(job.started_at),
+        started: job.started_at.map(when).unwrap_or_default(),
         finished: job.finished_at.map(when).unwrap_or_default(),
         cancel_asked: job.cancel_requested_at.map(when).unwrap_or_default(),
         requeue_asked: job.requeue_requested_at.map(when).unwrap_or_default(),

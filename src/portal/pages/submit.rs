@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
@@ -386,9 +386,23 @@ fn submitter(v: &Viewer) -> bool {
     crate::server::auth::SUBMITTERS.contains(&v.who.role.as_str())
 }
 
+/// `?team=`: an admin's choice of team.
+#[derive(Debug, Default, Deserialize)]
+pub struct TeamChoice {
+    #[serde(default)]
+    pub team: String,
+}
+
 /// GET /submit: the form with its defaults and their preview.
-pub async fn form(State(state): State<AppState>, viewer: Viewer) -> Result<Response, PageError> {
-    let form = SubmitForm::defaults(&viewer.who.team);
+pub async fn form(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Query(q): Query<TeamChoice>,
+) -> Result<Response, PageError> {
+    let mut form = SubmitForm::defaults(&viewer.who.team);
+    if viewer.who.role == api::ROLE_ADMIN {
+        form.team = q.team.trim().to_string();
+    }
     page(&state, &viewer, form, Errors::new(), StatusCode::OK, true).await
 }
 
