@@ -98,7 +98,11 @@ async fn every_page_renders_for_each_role() {
         // Every role but finance and admin sees search's queue as its own;
         // those two see every team's, the job among them.
         let queue = v.get("/queue").await;
-        assert!(queue.body.contains(&format!("id=\"q-{job}\"")), "{role}: {}", queue.body);
+        assert!(
+            queue.body.contains(&format!("id=\"q-{job}\"")),
+            "{role}: {}",
+            queue.body
+        );
         let submit_page = v.get("/submit").await;
         let can_submit = ["admin", "lead", "member"].contains(&role);
         assert_eq!(
@@ -108,7 +112,11 @@ async fn every_page_renders_for_each_role() {
             submit_page.body
         );
         let team = v.get("/team?team=search").await;
-        assert!(team.body.contains(&format!("id=\"job-{job}\"")), "{role}: {}", team.body);
+        assert!(
+            team.body.contains(&format!("id=\"job-{job}\"")),
+            "{role}: {}",
+            team.body
+        );
         let picker = team.body.contains("id=\"team-pick\"");
         assert_eq!(picker, role == "admin" || role == "finance", "{role}");
     }
@@ -117,26 +125,48 @@ async fn every_page_renders_for_each_role() {
 #[tokio::test]
 async fn a_member_sees_no_other_team() {
     let w = world().await;
-    let ads_job = submit(&w, &w.ads_member, json!({"gpu": {"count": 1}, "duration": "1h"})).await;
+    let ads_job = submit(
+        &w,
+        &w.ads_member,
+        json!({"gpu": {"count": 1}, "duration": "1h"}),
+    )
+    .await;
     let mine = submit(&w, w.token("member").unwrap(), json!({"gpu": {"count": 1}})).await;
     let mut v = visitor(&w, "member").await;
     for path in ["/queue", "/team", "/team?team=ads", "/"] {
         let page = v.get(path).await;
         assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
-        assert!(!page.body.contains(&ads_job), "{path} shows ads' job: {}", page.body);
+        assert!(
+            !page.body.contains(&ads_job),
+            "{path} shows ads' job: {}",
+            page.body
+        );
     }
     let team = v.get("/team?team=ads").await;
-    assert!(team.body.contains(&format!("id=\"job-{mine}\"")), "{}", team.body);
+    assert!(
+        team.body.contains(&format!("id=\"job-{mine}\"")),
+        "{}",
+        team.body
+    );
     assert!(team.body.contains("<h1>Team search</h1>"), "{}", team.body);
     let other = v.get(&format!("/jobs/{ads_job}")).await;
     assert_eq!(other.status, StatusCode::NOT_FOUND, "{}", other.body);
     let other = v.get("/queue?team=ads").await;
     assert_eq!(other.status, StatusCode::NOT_FOUND, "{}", other.body);
-    assert_eq!(message(&other), "team &#34;ads&#34; not found", "{}", other.body);
+    assert_eq!(
+        message(&other),
+        "team &#34;ads&#34; not found",
+        "{}",
+        other.body
+    );
     // An admin sees both.
     let mut a = visitor(&w, "admin").await;
     let all = a.get("/queue").await;
-    assert!(all.body.contains(&ads_job) && all.body.contains(&mine), "{}", all.body);
+    assert!(
+        all.body.contains(&ads_job) && all.body.contains(&mine),
+        "{}",
+        all.body
+    );
 }
 
 #[tokio::test]
@@ -145,11 +175,19 @@ async fn viewers_get_no_action_buttons_and_their_posts_are_refused() {
     let job = w.job(w.token("lead").unwrap()).await;
     let mut v = visitor(&w, "viewer").await;
     let team = v.get("/team").await;
-    assert!(team.body.contains(&format!("id=\"job-{job}\"")), "{}", team.body);
+    assert!(
+        team.body.contains(&format!("id=\"job-{job}\"")),
+        "{}",
+        team.body
+    );
     let page = v.get(&format!("/jobs/{job}")).await;
     for p in [&team, &page] {
         for action in ["/cancel\"", "/move\"", "/class\"", "/requeue\""] {
-            assert!(!p.body.contains(action), "a viewer sees {action}: {}", p.body);
+            assert!(
+                !p.body.contains(action),
+                "a viewer sees {action}: {}",
+                p.body
+            );
         }
     }
     assert!(page.body.contains("id=\"no-actions\""), "{}", page.body);
@@ -162,7 +200,12 @@ async fn viewers_get_no_action_buttons_and_their_posts_are_refused() {
         let mut all = fields.clone();
         all.push(("back", "/team"));
         let refused = v.post(&path, &all).await;
-        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{path}: {}", refused.body);
+        assert_eq!(
+            refused.status,
+            StatusCode::FORBIDDEN,
+            "{path}: {}",
+            refused.body
+        );
         assert!(
             refused.body.contains("As a viewer you may not"),
             "{path}: {}",
@@ -171,11 +214,29 @@ async fn viewers_get_no_action_buttons_and_their_posts_are_refused() {
         assert!(!message(&refused).contains("/api/"), "{}", refused.body);
     }
     let posted = v
-        .post("/submit", &[("kind", "training"), ("gpu_mode", "count"), ("gpu_count", "1")])
+        .post(
+            "/submit",
+            &[
+                ("kind", "training"),
+                ("gpu_mode", "count"),
+                ("gpu_count", "1"),
+            ],
+        )
         .await;
     assert_eq!(posted.status, StatusCode::FORBIDDEN, "{}", posted.body);
-    assert!(posted.body.contains("As a viewer you may not"), "{}", posted.body);
-    let a = call(&w.app, "GET", &format!("/api/v1/jobs/{job}"), w.token("lead"), None).await;
+    assert!(
+        posted.body.contains("As a viewer you may not"),
+        "{}",
+        posted.body
+    );
+    let a = call(
+        &w.app,
+        "GET",
+        &format!("/api/v1/jobs/{job}"),
+        w.token("lead"),
+        None,
+    )
+    .await;
     assert_eq!(a.body["state"], "queued", "{}", a.body);
     assert_eq!(a.body["class"], "batch", "{}", a.body);
     assert_eq!(w.count("jobs").await, 1);
@@ -229,7 +290,8 @@ async fn the_submit_form_shows_every_error_together() {
             page.body
         );
         assert!(
-            page.body.contains(&format!("aria-describedby=\"err-{field}\"")),
+            page.body
+                .contains(&format!("aria-describedby=\"err-{field}\"")),
             "{field} not marked invalid"
         );
     }
@@ -239,7 +301,11 @@ async fn the_submit_form_shows_every_error_together() {
     assert!(!page.body.contains("/api/v1/jobs"), "{}", page.body);
     assert!(!page.body.contains("duration: "), "{}", page.body);
     // What was typed is kept.
-    assert!(page.body.contains("value=\"llama finetune\""), "{}", page.body);
+    assert!(
+        page.body.contains("value=\"llama finetune\""),
+        "{}",
+        page.body
+    );
     assert_eq!(w.count("jobs").await, 0);
 }
 
@@ -263,10 +329,21 @@ async fn a_submit_posted_twice_with_one_key_makes_one_job() {
     // The job's page, with the flash.
     let job = v.get(&to).await;
     assert_eq!(job.status, StatusCode::OK, "{}", job.body);
-    assert!(job.body.contains("id=\"flash\">Submitted job"), "{}", job.body);
+    assert!(
+        job.body.contains("id=\"flash\">Submitted job"),
+        "{}",
+        job.body
+    );
     assert!(job.body.contains("llama finetune"), "{}", job.body);
     let id = path(&to).trim_start_matches("/jobs/").to_string();
-    let a = call(&w.app, "GET", &format!("/api/v1/jobs/{id}"), w.token("lead"), None).await;
+    let a = call(
+        &w.app,
+        "GET",
+        &format!("/api/v1/jobs/{id}"),
+        w.token("lead"),
+        None,
+    )
+    .await;
     assert_eq!(a.body["gang"], 2, "{}", a.body);
     assert_eq!(a.body["tasks"].as_array().unwrap().len(), 2, "{}", a.body);
     assert_eq!(a.body["checkpoint_every"], "30m0s", "{}", a.body);
@@ -283,20 +360,36 @@ async fn the_preview_is_in_the_first_get_and_follows_the_form() {
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("id=\"preview-body\""), "{}", page.body);
     assert!(page.body.contains("Each task asks for"), "{}", page.body);
-    assert!(page.body.contains("hx-post=\"/submit/preview\""), "{}", page.body);
-    assert!(page.body.contains("input changed delay:300ms"), "{}", page.body);
+    assert!(
+        page.body.contains("hx-post=\"/submit/preview\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("input changed delay:300ms"),
+        "{}",
+        page.body
+    );
     // As the user types: a fragment, not a page.
     let mut form = training("");
     form.retain(|(k, _)| *k != "idempotency_key");
     let part = htmx_post(&mut v, "/submit/preview", &fields(&form)).await;
     assert_eq!(part.status, StatusCode::OK, "{}", part.body);
     assert!(!part.body.contains("<html"), "{}", part.body);
-    assert!(part.body.contains("<b>2</b> tasks, started together"), "{}", part.body);
+    assert!(
+        part.body.contains("<b>2</b> tasks, started together"),
+        "{}",
+        part.body
+    );
     // A bad field: its error in words, in the preview.
     form.push(("gpu_count", "99".into()));
     form.retain(|(k, v)| *k != "gpu_count" || v == "99");
     let part = htmx_post(&mut v, "/submit/preview", &fields(&form)).await;
-    assert!(part.body.contains("data-field=\"gpu_count\""), "{}", part.body);
+    assert!(
+        part.body.contains("data-field=\"gpu_count\""),
+        "{}",
+        part.body
+    );
     assert_eq!(w.count("jobs").await, 0);
 }
 
@@ -312,7 +405,11 @@ async fn a_long_queue_is_paged_and_its_live_part_resent_only_when_changed() {
     let page = v.get("/queue").await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(count(&page, "<tr id=\"q-"), 50, "one page of 50");
-    assert!(page.body.contains("jobs 1–50 of 300 · page 1 of 6"), "{}", page.body);
+    assert!(
+        page.body.contains("jobs 1–50 of 300 · page 1 of 6"),
+        "{}",
+        page.body
+    );
     assert!(page.body.len() < 120_000, "{} bytes", page.body.len());
     let last = v.get("/queue?team=search&page=6").await;
     assert_eq!(count(&last, "<tr id=\"q-"), 50);
@@ -376,27 +473,53 @@ async fn a_lead_changes_class_and_cancels_from_the_team_page() {
     let team = v.get("/team").await;
     for action in ["move", "class", "cancel"] {
         assert!(
-            team.body.contains(&format!("action=\"/jobs/{a}/{action}\"")),
+            team.body
+                .contains(&format!("action=\"/jobs/{a}/{action}\"")),
             "{action}: {}",
             team.body
         );
     }
     // Without JavaScript: a 303 back to the team page with the outcome.
     let done = v
-        .post(&format!("/jobs/{a}/class"), &[("class", "production"), ("back", "/team?team=search&page=1")])
+        .post(
+            &format!("/jobs/{a}/class"),
+            &[
+                ("class", "production"),
+                ("back", "/team?team=search&page=1"),
+            ],
+        )
         .await;
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
-    assert!(done.location().starts_with("/team?team=search&page=1&done="), "{}", done.location());
+    assert!(
+        done.location()
+            .starts_with("/team?team=search&page=1&done="),
+        "{}",
+        done.location()
+    );
     let back = v.get(done.location()).await;
     assert!(back.body.contains("is now production"), "{}", back.body);
-    let got = call(&w.app, "GET", &format!("/api/v1/jobs/{a}"), Some(&lead), None).await;
+    let got = call(
+        &w.app,
+        "GET",
+        &format!("/api/v1/jobs/{a}"),
+        Some(&lead),
+        None,
+    )
+    .await;
     assert_eq!(got.body["class"], "production");
     // A class the team may not use: refused, in words, on the page.
     let refused = v
-        .post(&format!("/jobs/{a}/class"), &[("class", "nonsense"), ("back", "/team")])
+        .post(
+            &format!("/jobs/{a}/class"),
+            &[("class", "nonsense"), ("back", "/team")],
+        )
         .await;
     assert_eq!(refused.status, StatusCode::SEE_OTHER);
-    assert!(refused.location().contains("refused="), "{}", refused.location());
+    assert!(
+        refused.location().contains("refused="),
+        "{}",
+        refused.location()
+    );
     // With htmx: the team's live region alone, the outcome in it.
     let part = htmx_post(
         &mut v,
@@ -406,9 +529,21 @@ async fn a_lead_changes_class_and_cancels_from_the_team_page() {
     .await;
     assert_eq!(part.status, StatusCode::OK, "{}", part.body);
     assert!(part.body.starts_with("<div id=\"team\""), "{}", part.body);
-    assert!(part.body.contains("id=\"action-outcome\">Cancel asked for job"), "{}", part.body);
+    assert!(
+        part.body
+            .contains("id=\"action-outcome\">Cancel asked for job"),
+        "{}",
+        part.body
+    );
     // The worker cancels it at its next tick; the API has the request.
-    let got = call(&w.app, "GET", &format!("/api/v1/jobs/{b}"), Some(&lead), None).await;
+    let got = call(
+        &w.app,
+        "GET",
+        &format!("/api/v1/jobs/{b}"),
+        Some(&lead),
+        None,
+    )
+    .await;
     assert!(got.body["cancel_requested_at"].is_string(), "{}", got.body);
     let page = v.get(&format!("/jobs/{b}")).await;
     assert!(page.body.contains("id=\"cancel-asked\""), "{}", page.body);
@@ -427,7 +562,10 @@ async fn a_lead_moves_a_job_within_its_class() {
     let mut v = visitor(&w, "lead").await;
     v.get("/team").await;
     let moved = v
-        .post(&format!("/jobs/{second}/move"), &[("direction", "up"), ("back", "/team")])
+        .post(
+            &format!("/jobs/{second}/move"),
+            &[("direction", "up"), ("back", "/team")],
+        )
         .await;
     assert_eq!(moved.status, StatusCode::SEE_OTHER, "{}", moved.body);
     assert!(moved.location().contains("done="), "{}", moved.location());
@@ -439,20 +577,33 @@ async fn a_lead_moves_a_job_within_its_class() {
     )
     .await;
     assert_eq!(again.status, StatusCode::OK, "{}", again.body);
-    assert!(again.body.contains("class=\"flash error\""), "{}", again.body);
-    let q = call(&w.app, "GET", "/api/v1/queue", Some(&lead), None).await;
-    let order: Vec<&str> = q.body["teams"][0]["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["job"].as_str().unwrap())
-        .collect();
-    assert_eq!(order, [second.as_str(), first.as_str()], "{}", q.body);
+    assert!(
+        again.body.contains("class=\"flash error\""),
+        "{}",
+        again.body
+    );
+    // The other is now last of its class: down is refused too, without
+    // JavaScript as a flash on the page it came from.
+    let down = v
+        .post(
+            &format!("/jobs/{first}/move"),
+            &[("direction", "down"), ("back", "/team")],
+        )
+        .await;
+    assert_eq!(down.status, StatusCode::SEE_OTHER, "{}", down.body);
+    assert!(
+        down.location().starts_with("/team?refused="),
+        "{}",
+        down.location()
+    );
     // A member may not.
     let mut m = visitor(&w, "member").await;
     m.get("/team").await;
     let refused = m
-        .post(&format!("/jobs/{first}/move"), &[("direction", "up"), ("back", "/team")])
+        .post(
+            &format!("/jobs/{first}/move"),
+            &[("direction", "up"), ("back", "/team")],
+        )
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
 }
@@ -465,7 +616,11 @@ async fn poll(w: &World, token: &str, path: &str, done: impl Fn(&Value) -> bool)
         if a.status == StatusCode::OK && done(&a.body) {
             return a.body;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "{path}: {}", a.body);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{path}: {}",
+            a.body
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -483,7 +638,10 @@ async fn with_a_worker_the_cluster_is_drawn_and_estimated_starts_say_both_clocks
         json!({"gpu": {"count": 8}, "tasks": 4, "gang": 4, "duration": "1h"}),
     )
     .await;
-    poll(&w, &member, &format!("/api/v1/jobs/{gang}"), |j| j["state"] == "running").await;
+    poll(&w, &member, &format!("/api/v1/jobs/{gang}"), |j| {
+        j["state"] == "running"
+    })
+    .await;
     let waiting = submit(&w, &member, json!({"gpu": {"count": 1}, "duration": "10m"})).await;
     poll(&w, &member, "/api/v1/queue", |q| {
         q["teams"][0]["jobs"][0]["estimated_start"].is_string()
@@ -495,25 +653,48 @@ async fn with_a_worker_the_cluster_is_drawn_and_estimated_starts_say_both_clocks
     assert_eq!(home.status, StatusCode::OK);
     assert!(home.body.contains("class=\"node card\""), "{}", home.body);
     assert!(home.body.contains("id=\"gpu-states\""), "{}", home.body);
-    assert!(home.body.contains("cluster minutes before now"), "{}", home.body);
+    assert!(
+        home.body.contains("cluster minutes before now"),
+        "{}",
+        home.body
+    );
     // The lead's own team's tasks are linked; the footer says the speed.
-    assert!(home.body.contains(&format!("href=\"/jobs/{gang}\"")), "{}", home.body);
+    assert!(
+        home.body.contains(&format!("href=\"/jobs/{gang}\"")),
+        "{}",
+        home.body
+    );
     assert!(home.body.contains("runs at 60× wall time"), "{}", home.body);
-    assert!(home.body.contains("hx-trigger=\"every 5s\""), "{}", home.body);
+    assert!(
+        home.body.contains("hx-trigger=\"every 5s\""),
+        "{}",
+        home.body
+    );
 
     // The estimated start: cluster time, and the wall time it is.
     let queue = v.get("/queue").await;
-    let row_at = queue.body.find(&format!("id=\"q-{waiting}\"")).expect("the waiting job");
+    let row_at = queue
+        .body
+        .find(&format!("id=\"q-{waiting}\""))
+        .expect("the waiting job");
     let row = &queue.body[row_at..];
     let row = &row[..row.find("</tr>").unwrap()];
     assert!(row.contains(" cluster"), "{row}");
     assert!(row.contains("UTC wall"), "{row}");
     assert!(row.contains("quota"), "why it waits: {row}");
     let job = v.get(&format!("/jobs/{waiting}")).await;
-    assert!(job.body.contains("id=\"job-estimate\">expected to start"), "{}", job.body);
+    assert!(
+        job.body.contains("id=\"job-estimate\">expected to start"),
+        "{}",
+        job.body
+    );
     assert!(job.body.contains("UTC wall"), "{}", job.body);
     let team = v.get("/team").await;
-    assert!(team.body.contains(&format!("id=\"job-{gang}\"")), "{}", team.body);
+    assert!(
+        team.body.contains(&format!("id=\"job-{gang}\"")),
+        "{}",
+        team.body
+    );
 
     handle.stop().await;
     // With the worker stopped, nothing changes: the overview's live part
@@ -524,5 +705,9 @@ async fn with_a_worker_the_cluster_is_drawn_and_estimated_starts_say_both_clocks
     assert_eq!(same.status, StatusCode::NO_CONTENT, "{}", same.body);
     let other = v.get("/fragments/overview?since=0").await;
     assert_eq!(other.status, StatusCode::OK);
-    assert!(other.body.starts_with("<div id=\"overview\""), "{}", other.body);
+    assert!(
+        other.body.starts_with("<div id=\"overview\""),
+        "{}",
+        other.body
+    );
 }

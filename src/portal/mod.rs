@@ -44,7 +44,10 @@ pub fn routes() -> Router<AppState> {
         .route("/fragments/overview", get(pages::overview::fragment))
         .route("/queue", get(pages::queue::page))
         .route("/fragments/queue", get(pages::queue::fragment))
-        .route("/submit", get(pages::submit::form).post(pages::submit::submit))
+        .route(
+            "/submit",
+            get(pages::submit::form).post(pages::submit::submit),
+        )
         .route("/submit/preview", post(pages::submit::preview))
         .route("/team", get(pages::team::page))
         .route("/fragments/team", get(pages::team::fragment))

@@ -82,12 +82,16 @@ pub async fn page(
     let lead = viewer.who.role == api::ROLE_ADMIN || viewer.who.role == api::ROLE_LEAD;
     let live = !api::terminal(&job.state);
     let can_lead = lead && live;
-    let can_cancel = live
-        && (lead || (viewer.who.role == api::ROLE_MEMBER && job.user == viewer.who.user));
+    let can_cancel =
+        live && (lead || (viewer.who.role == api::ROLE_MEMBER && job.user == viewer.who.user));
     let classes = if can_lead {
-        apicall::get::<api::Team>(&state, &viewer, &format!("/api/v1/teams/{}", encode(&job.team)))
-            .await?
-            .classes
+        apicall::get::<api::Team>(
+            &state,
+            &viewer,
+            &format!("/api/v1/teams/{}", encode(&job.team)),
+        )
+        .await?
+        .classes
     } else {
         Vec::new()
     };

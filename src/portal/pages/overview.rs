@@ -79,15 +79,15 @@ pub async fn fragment(
 }
 
 async fn live(state: &AppState, viewer: &Viewer) -> Result<Live, PageError> {
-    let (cluster, notice) = match apicall::get::<api::Cluster>(state, viewer, "/api/v1/cluster").await
-    {
-        Ok(c) => (Some(c), String::new()),
-        // No worker has published the cluster yet (or none runs): say so.
-        Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {
-            (None, parts::words(&e.message, ""))
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let (cluster, notice) =
+        match apicall::get::<api::Cluster>(state, viewer, "/api/v1/cluster").await {
+            Ok(c) => (Some(c), String::new()),
+            // No worker has published the cluster yet (or none runs): say so.
+            Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {
+                (None, parts::words(&e.message, ""))
+            }
+            Err(e) => return Err(e.into()),
+        };
     let mut d = OverviewLive {
         cluster: None,
         notice,

@@ -152,7 +152,11 @@ impl Pager {
     }
 
     pub fn next(&self) -> usize {
-        if self.page < self.pages { self.page + 1 } else { 0 }
+        if self.page < self.pages {
+            self.page + 1
+        } else {
+            0
+        }
     }
 
     /// "1–50 of 300".

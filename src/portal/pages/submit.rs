@@ -198,10 +198,7 @@ impl SubmitForm {
             }
             "none" => req.gpu.models.clear(),
             _ => {
-                errs.insert(
-                    "gpu_mode".into(),
-                    "Say how each task asks for GPUs.".into(),
-                );
+                errs.insert("gpu_mode".into(), "Say how each task asks for GPUs.".into());
                 req.gpu.count = 1;
             }
         }
@@ -273,15 +270,23 @@ async fn check(
     req.idempotency_key.clear();
     let mut seen = BTreeSet::new();
     for _ in 0..12 {
-        match apicall::call::<_, api::JobPreview>(state, viewer, Method::POST, "/api/v1/jobs/preview", &req)
-            .await
+        match apicall::call::<_, api::JobPreview>(
+            state,
+            viewer,
+            Method::POST,
+            "/api/v1/jobs/preview",
+            &req,
+        )
+        .await
         {
             Ok(p) => return Ok((errs.is_empty()).then_some(p)),
             Err(e) if e.status == StatusCode::BAD_REQUEST => {
                 let place = form.place(&e.field);
                 errs.entry(place.clone())
                     .or_insert_with(|| parts::words(&e.message, &e.field));
-                if e.field.is_empty() || !seen.insert(e.field.clone()) || !set_aside(&mut req, &e.field)
+                if e.field.is_empty()
+                    || !seen.insert(e.field.clone())
+                    || !set_aside(&mut req, &e.field)
                 {
                     return Ok(None);
                 }
@@ -329,7 +334,11 @@ impl SubmitPage {
     }
 
     fn role(&self) -> &str {
-        self.layout.who.as_ref().map(|w| w.role.as_str()).unwrap_or("")
+        self.layout
+            .who
+            .as_ref()
+            .map(|w| w.role.as_str())
+            .unwrap_or("")
     }
 
     /// The error beside `field`, if any.
@@ -420,7 +429,8 @@ pub async fn submit(State(state): State<AppState>, posted: Posted<SubmitForm>) -
         .into_response();
     }
     if errs.is_empty() {
-        match apicall::call::<_, api::Job>(&state, &viewer, Method::POST, "/api/v1/jobs", &req).await
+        match apicall::call::<_, api::Job>(&state, &viewer, Method::POST, "/api/v1/jobs", &req)
+            .await
         {
             Ok(job) => {
                 let mut msg = format!("Submitted job {}.", job.id);
@@ -430,12 +440,8 @@ pub async fn submit(State(state): State<AppState>, posted: Posted<SubmitForm>) -
                         q.position, job.team
                     ));
                 }
-                return Redirect::to(&format!(
-                    "/jobs/{}?done={}",
-                    encode(&job.id),
-                    encode(&msg)
-                ))
-                .into_response();
+                return Redirect::to(&format!("/jobs/{}?done={}", encode(&job.id), encode(&msg)))
+                    .into_response();
             }
             Err(e) if e.status.is_client_error() && e.status != StatusCode::FORBIDDEN => {
                 errs.insert(form.place(&e.field), parts::words(&e.message, &e.field));

@@ -70,7 +70,11 @@ pub fn utilization_chart(samples: &[Sample], now: DateTime<Utc>) -> String {
     let (unit, label, from) = if span > 3.0 * 3600.0 {
         (3600.0, "cluster hours before now", (span / 3600.0).ceil())
     } else {
-        (60.0, "cluster minutes before now", (span / 600.0).ceil() * 10.0)
+        (
+            60.0,
+            "cluster minutes before now",
+            (span / 600.0).ceil() * 10.0,
+        )
     };
     let point = |s: &Sample, y: f64| Point {
         x: (s.at - now).num_milliseconds() as f64 / 1000.0 / unit,
@@ -389,12 +393,13 @@ fn holder(
         return ("free".into(), "free".into(), String::new());
     }
     if job.is_empty() {
-        return ("other".into(), "in use by another team".into(), String::new());
+        return (
+            "other".into(),
+            "in use by another team".into(),
+            String::new(),
+        );
     }
-    let class = colors
-        .get(team)
-        .cloned()
-        .unwrap_or_else(|| "other".into());
+    let class = colors.get(team).cloned().unwrap_or_else(|| "other".into());
     (
         class,
         format!("job {job} of team {team}"),

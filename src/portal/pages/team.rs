@@ -259,11 +259,7 @@ async fn live(
     } else {
         Default::default()
     };
-    let pager = Pager::new(
-        entries.len(),
-        page,
-        format!("/team?team={t}&"),
-    );
+    let pager = Pager::new(entries.len(), page, format!("/team?team={t}&"));
     let queued = entries[pager.range()]
         .iter()
         .map(|e| JobLine {
