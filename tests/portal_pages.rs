@@ -682,6 +682,27 @@ async fn with_a_worker_the_cluster_is_drawn_and_estimated_starts_say_both_clocks
     assert!(row.contains(" cluster"), "{row}");
     assert!(row.contains("UTC wall"), "{row}");
     assert!(row.contains("quota"), "why it waits: {row}");
+    // The quota table: search holds its gang's 32 GPUs, 16 beyond its
+    // guarantee; an admin also reads who lends them.
+    assert!(
+        queue.body.contains(
+            "<tr><td>search</td><td class=\"num\">16</td><td class=\"num\">32</td><td class=\"num\">32</td><td class=\"num\">16</td>"
+        ),
+        "{}",
+        queue.body
+    );
+    assert!(
+        !queue.body.contains("id=\"loans\""),
+        "a lead reads no loans"
+    );
+    let mut admin = visitor(&w, "admin").await;
+    let all = admin.get("/queue").await;
+    assert!(
+        all.body
+            .contains("<b>search</b> borrows <b>16</b> GPUs from capacity no team is guaranteed"),
+        "{}",
+        all.body
+    );
     let job = v.get(&format!("/jobs/{waiting}")).await;
     assert!(
         job.body.contains("id=\"job-estimate\">expected to start"),

@@ -89,9 +89,98 @@ struct QueuePage {
     live: String,
 }
 
+/// What a team is guaranteed and holds, in GPUs (the Go portal's
+/// `teamUse`).
+#[derive(Debug, Clone)]
+pub struct TeamUse {
+    pub team: String,
+    pub guarantee: f64,
+    pub burst: f64,
+    pub held: f64,
+}
+
+impl TeamUse {
+    /// What the team holds beyond its guarantee.
+    pub fn over(&self) -> f64 {
+        (self.held - self.guarantee).max(0.0)
+    }
+
+    /// What it leaves unused of its guarantee.
+    pub fn idle(&self) -> f64 {
+        (self.guarantee - self.held).max(0.0)
+    }
+
+    fn cells(&self) -> [String; 5] {
+        [
+            parts::gpus(self.guarantee),
+            parts::gpus(self.burst),
+            parts::gpus(self.held),
+            parts::gpus(self.over()),
+            parts::gpus(self.idle()),
+        ]
+    }
+}
+
+/// Capacity one team holds beyond its guarantee, attributed to whom it
+/// is borrowed from; lender "" is the capacity no team is guaranteed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loan {
+    pub borrower: String,
+    pub lender: String,
+    pub gpus: f64,
+}
+
+/// Who borrows how much from whom (the Go portal's `loans`): what teams
+/// hold beyond their guarantees comes first from the capacity nobody is
+/// guaranteed, then from the idle guarantees of teams under theirs in
+/// proportion to what each leaves idle; each borrower takes its share of
+/// each source in proportion to what it borrows.
+pub fn loans(teams: &[TeamUse], total: f64) -> Vec<Loan> {
+    let over: f64 = teams.iter().map(TeamUse::over).sum();
+    let idle: f64 = teams.iter().map(TeamUse::idle).sum();
+    let guaranteed: f64 = teams.iter().map(|t| t.guarantee).sum();
+    if over <= 0.0 {
+        return Vec::new();
+    }
+    let pool = (total - guaranteed).max(0.0).min(over);
+    let from_lenders = over - pool;
+    let mut sorted = teams.to_vec();
+    sorted.sort_by(|a, b| a.team.cmp(&b.team));
+    let mut out = Vec::new();
+    for b in &sorted {
+        let share = b.over() / over;
+        if share <= 0.0 {
+            continue;
+        }
+        if pool > 0.0 {
+            out.push(Loan {
+                borrower: b.team.clone(),
+                lender: String::new(),
+                gpus: pool * share,
+            });
+        }
+        if from_lenders <= 0.0 || idle <= 0.0 {
+            continue;
+        }
+        for l in sorted.iter().filter(|l| l.idle() > 0.0) {
+            out.push(Loan {
+                borrower: b.team.clone(),
+                lender: l.team.clone(),
+                gpus: from_lenders * share * l.idle() / idle,
+            });
+        }
+    }
+    out
+}
+
 #[derive(Template)]
 #[template(path = "parts/queue_live.html")]
 struct QueueLive {
+    /// The teams the viewer may see, with the cells of the quota table.
+    uses: Vec<(String, [String; 5])>,
+    /// Loans in words: (borrower, GPUs, lender).
+    loans: Vec<(String, String, String)>,
+    total: String,
     sections: Vec<Section>,
     team: String,
     all_teams: bool,
@@ -172,10 +261,49 @@ async fn live(
             }
         })
         .collect();
+    // Quotas: the teams the API shows the viewer; what each holds, from
+    // the worker's published gauges. Loans only for those who see every
+    // team (they name lenders and borrowers).
+    let teams: Vec<api::Team> = apicall::get(state, viewer, "/api/v1/teams").await?;
+    let gauges = crate::store::views::gauges(&state.pool)
+        .await
+        .ok()
+        .flatten();
+    let held = |t: &str| {
+        gauges
+            .as_ref()
+            .and_then(|g| g.held.iter().find(|(n, _)| n == t).map(|(_, h)| *h))
+            .unwrap_or(0.0)
+    };
+    let total = gauges
+        .as_ref()
+        .map(|g| g.gpus)
+        .unwrap_or(state.cluster.gpus) as f64;
+    let uses: Vec<TeamUse> = teams
+        .iter()
+        .map(|t| TeamUse {
+            team: t.name.clone(),
+            guarantee: t.guaranteed_gpus,
+            burst: t.burst_gpus,
+            held: held(&t.name),
+        })
+        .collect();
+    let sees_all = viewer.who.role == api::ROLE_ADMIN || viewer.who.role == api::ROLE_FINANCE;
+    let loan_lines = if sees_all {
+        loans(&uses, total)
+            .into_iter()
+            .map(|l| (l.borrower, parts::gpus(l.gpus), l.lender))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let d = QueueLive {
+        uses: uses.iter().map(|u| (u.team.clone(), u.cells())).collect(),
+        loans: loan_lines,
+        total: parts::gpus(total),
         sections,
         team: team.to_string(),
-        all_teams: viewer.who.role == api::ROLE_ADMIN || viewer.who.role == api::ROLE_FINANCE,
+        all_teams: sees_all,
         my_team: viewer.who.team.clone(),
         as_of: when(queue.clock.now),
     };
@@ -189,6 +317,40 @@ async fn live(
     }
     url.push_str(&format!("page={page}"));
     Ok((Live::new("queues", url, inner), clock))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn using(team: &str, guarantee: f64, held: f64) -> TeamUse {
+        TeamUse {
+            team: team.into(),
+            guarantee,
+            burst: 48.0,
+            held,
+        }
+    }
+
+    #[test]
+    fn borrowing_comes_from_the_unguaranteed_pool_then_idle_guarantees() {
+        // 48 GPUs, 24 guaranteed: search holds 30 of its 16 (14 over),
+        // ads 0 of its 8; the pool of 24 unguaranteed covers it all.
+        let l = loans(&[using("search", 16.0, 30.0), using("ads", 8.0, 0.0)], 48.0);
+        assert_eq!(
+            l,
+            [Loan {
+                borrower: "search".into(),
+                lender: String::new(),
+                gpus: 14.0
+            }]
+        );
+        // A cluster all guaranteed: it comes from ads' idle guarantee.
+        let l = loans(&[using("search", 16.0, 20.0), using("ads", 8.0, 0.0)], 24.0);
+        assert_eq!(l.len(), 1);
+        assert_eq!((l[0].lender.as_str(), l[0].gpus), ("ads", 4.0));
+        assert!(loans(&[using("search", 16.0, 2.0)], 24.0).is_empty());
+    }
 }
 
 /// Jobs per page, for the page's hint.
