@@ -319,6 +319,11 @@ async fn live(
     Ok((Live::new("queues", url, inner), clock))
 }
 
+/// Jobs per page, for the page's hint.
+pub const fn page_size() -> usize {
+    PAGE_SIZE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,9 +356,4 @@ mod tests {
         assert_eq!((l[0].lender.as_str(), l[0].gpus), ("ads", 4.0));
         assert!(loans(&[using("search", 16.0, 2.0)], 24.0).is_empty());
     }
-}
-
-/// Jobs per page, for the page's hint.
-pub const fn page_size() -> usize {
-    PAGE_SIZE
 }
