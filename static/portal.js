@@ -23,3 +23,37 @@
     if (status) { status.classList.add("stale"); status.textContent = "offline"; }
   });
 })();
+
+// Live regions (data-live, refreshed by htmx every few seconds): leave
+// alone a region the user is working in (focus inside), and do not ask
+// while the page is hidden.
+(function () {
+  "use strict";
+  document.body.addEventListener("htmx:beforeRequest", function (e) {
+    var el = e.detail.elt;
+    if (!el || !el.hasAttribute || !el.hasAttribute("data-live")) return;
+    var active = document.activeElement;
+    if (document.hidden || (active && active !== document.body && el.contains(active))) {
+      e.preventDefault();
+    }
+  });
+})();
+
+// The submit form: show the inputs of the chosen GPU mode and the
+// words of the chosen kind (without JavaScript every input shows).
+(function () {
+  "use strict";
+  var form = document.getElementById("submit-form");
+  if (!form) return;
+  function sync() {
+    var mode = form.querySelector("input[name=gpu_mode]:checked");
+    form.querySelectorAll(".mode").forEach(function (m) {
+      m.classList.toggle("on", !!mode && m.getAttribute("data-mode") === mode.value);
+    });
+    var kind = form.querySelector("input[name=kind]:checked");
+    form.classList.toggle("kind-training", !!kind && kind.value === "training");
+    form.classList.toggle("kind-inference", !kind || kind.value !== "training");
+  }
+  form.addEventListener("change", sync);
+  sync();
+})();

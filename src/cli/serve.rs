@@ -134,6 +134,7 @@ impl PortalArgs {
             data_dir: data_dir.display().to_string(),
             public_url,
             sso,
+            ..crate::portal::Config::default()
         })
     }
 }

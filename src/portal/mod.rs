@@ -39,13 +39,31 @@ pub struct Config {
     pub public_url: String,
     /// Single sign-on, when set up (`--oidc-issuer` and the rest).
     pub sso: Option<Arc<sso::Sso>>,
+    /// The cluster's recent utilization, for the overview's chart.
+    pub samples: std::sync::Arc<pages::svg::Samples>,
 }
 
 /// The portal's routes. Pages need a session; without one they redirect
 /// to the sign-in page.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        // The cluster, queues, submit, team and job pages.
         .route("/", get(pages::overview::page))
+        .route("/fragments/overview", get(pages::overview::fragment))
+        .route("/queue", get(pages::queue::page))
+        .route("/fragments/queue", get(pages::queue::fragment))
+        .route(
+            "/submit",
+            get(pages::submit::form).post(pages::submit::submit),
+        )
+        .route("/submit/preview", post(pages::submit::preview))
+        .route("/team", get(pages::team::page))
+        .route("/fragments/team", get(pages::team::fragment))
+        .route("/jobs/{id}", get(pages::job::page))
+        .route("/jobs/{id}/move", post(pages::team::move_job))
+        .route("/jobs/{id}/class", post(pages::team::set_class))
+        .route("/jobs/{id}/requeue", post(pages::team::requeue))
+        .route("/jobs/{id}/cancel", post(pages::team::cancel))
         .route("/signin", get(session::signin_form).post(session::signin))
         .route("/signout", post(session::signout))
         .route("/auth/login", get(sso::login))

@@ -5,3 +5,12 @@ pub mod overview;
 pub mod admin;
 pub mod chargeback;
 pub mod sso_admin;
+
+// The cluster, queues, submit, team and job pages and their helpers.
+pub mod clock;
+pub mod job;
+pub mod parts;
+pub mod queue;
+pub mod submit;
+pub mod svg;
+pub mod team;
