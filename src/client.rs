@@ -310,7 +310,11 @@ impl Client {
 
     /// `POST /jobs/{id}/move`: the [`api::Job`], one place `up` or `down`
     /// in its team's queue.
-    pub fn move_job<T: DeserializeOwned>(&self, id: &str, direction: &str) -> Result<T, ClientError> {
+    pub fn move_job<T: DeserializeOwned>(
+        &self,
+        id: &str,
+        direction: &str,
+    ) -> Result<T, ClientError> {
         let body = api::JobMove {
             direction: direction.to_string(),
         };

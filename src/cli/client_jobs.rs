@@ -441,7 +441,11 @@ pub struct MoveArgs {
 pub fn move_job(args: &MoveArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     let client = connect(&args.client)?;
     let j: api::Job = client.move_job(&args.id, &args.direction)?;
-    writeln!(stdout, "{} moved {} in team {}'s queue", j.id, args.direction, j.team)?;
+    writeln!(
+        stdout,
+        "{} moved {} in team {}'s queue",
+        j.id, args.direction, j.team
+    )?;
     Ok(())
 }
 
