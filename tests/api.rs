@@ -148,6 +148,22 @@ const MATRIX: &[Row] = &[
         None,
         [200, 404, 403, 403, 403, 401, 401, 401],
     ),
+    // A direction that is neither up nor down: the roles are checked
+    // before the body (400 naming the field), whatever the queue holds.
+    row(
+        "POST",
+        "/api/v1/jobs/{id}/move",
+        "/api/v1/jobs/{own_job}/move",
+        Some(r#"{"direction": "sideways"}"#),
+        [400, 400, 403, 403, 403, 401, 401, 401],
+    ),
+    row(
+        "POST",
+        "/api/v1/jobs/{id}/move",
+        "/api/v1/jobs/{other_job}/move",
+        Some(r#"{"direction": "sideways"}"#),
+        [400, 404, 403, 403, 403, 401, 401, 401],
+    ),
     row("GET", "/api/v1/teams", "/api/v1/teams", None, ALL),
     row(
         "POST",
