@@ -732,3 +732,99 @@ async fn with_a_worker_the_cluster_is_drawn_and_estimated_starts_say_both_clocks
         other.body
     );
 }
+
+/// The inputs of a page that no label names: every `<input>` (but hidden
+/// ones and buttons), `<select>` and `<textarea>` needs a `<label for>`
+/// naming its id, an enclosing `<label>`, or an `aria-label`.
+fn unlabelled(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for tag in ["<input", "<select", "<textarea"] {
+        let mut from = 0;
+        while let Some(at) = html[from..].find(tag) {
+            let start = from + at;
+            let end = start + html[start..].find('>').unwrap_or(0);
+            let element = &html[start..=end];
+            from = end + 1;
+            let attr = |name: &str| {
+                let key = format!(" {name}=\"");
+                element.find(&key).map(|i| {
+                    let rest = &element[i + key.len()..];
+                    rest[..rest.find('"').unwrap_or(0)].to_string()
+                })
+            };
+            let kind = attr("type").unwrap_or_default();
+            if ["hidden", "submit", "button"].contains(&kind.as_str())
+                || element.contains("aria-label=")
+            {
+                continue;
+            }
+            let by_for = attr("id").is_some_and(|id| {
+                html.match_indices(&format!(" for=\"{id}\"")).any(|(i, _)| {
+                    html[..i]
+                        .rfind('<')
+                        .is_some_and(|t| html[t..].starts_with("<label"))
+                })
+            });
+            let enclosed = html[..start]
+                .rfind("<label")
+                .is_some_and(|l| !html[l..start].contains("</label>"));
+            if !by_for && !enclosed {
+                out.push(element.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_input_of_every_page_has_a_label() {
+    let w = world().await;
+    let job = submit(&w, w.token("member").unwrap(), json!({"gpu": {"count": 1}})).await;
+    let mut pages = vec![
+        ("lead", "/".to_string()),
+        ("lead", "/queue".into()),
+        ("lead", "/submit".into()),
+        ("lead", "/team".into()),
+        ("lead", format!("/jobs/{job}")),
+        ("lead", "/chargeback".into()),
+        ("finance", "/chargeback".into()),
+        ("admin", "/submit".into()),
+        ("admin", "/team?team=search".into()),
+    ];
+    for admin_page in [
+        "/admin/teams",
+        "/admin/teams/search",
+        "/admin/users",
+        "/admin/tokens",
+        "/admin/prices",
+        "/admin/audit",
+        "/admin/sso",
+    ] {
+        pages.push(("admin", admin_page.to_string()));
+    }
+    let mut checked = 0;
+    for (role, path) in pages {
+        let mut v = visitor(&w, role).await;
+        let page = v.get(&path).await;
+        assert_eq!(page.status, StatusCode::OK, "{role} {path}: {}", page.body);
+        let missing = unlabelled(&page.body);
+        assert!(
+            missing.is_empty(),
+            "{role} {path}: inputs without a label: {missing:#?}"
+        );
+        checked += page.body.matches("<input").count() + page.body.matches("<select").count();
+    }
+    assert!(
+        checked > 50,
+        "only {checked} inputs seen: the pages lost their forms?"
+    );
+    // The check itself finds an unlabelled input.
+    assert_eq!(
+        unlabelled("<form><input name=\"x\" id=\"x\"></form>").len(),
+        1
+    );
+    assert!(unlabelled("<label for=\"x\">X</label><input id=\"x\">").is_empty());
+    assert!(unlabelled("<label class=\"c\" for=\"x\">X</label><input id=\"x\">").is_empty());
+    assert_eq!(unlabelled("<p for=\"x\">X</p><input id=\"x\">").len(), 1);
+    assert!(unlabelled("<label>X <input name=\"x\"></label>").is_empty());
+}
