@@ -37,6 +37,13 @@ fn the_embedded_server_starts_restarts_and_stops_cleanly() {
     ready(&serve.addr);
     let (status, _) = http_get(&serve.addr, "/healthz");
     assert_eq!(status, 200);
+    // The portal's sign-in hint names this data dir, not the default.
+    let (status, signin) = http_get(&serve.addr, "/signin");
+    assert_eq!(status, 200, "{signin}");
+    assert!(
+        signin.contains(&format!("{}/admin.token", data.display())),
+        "{signin}"
+    );
     assert!(
         serve.log().contains(INITDB_LOG),
         "the first start ran no initdb"
