@@ -828,3 +828,36 @@ async fn every_input_of_every_page_has_a_label() {
     assert_eq!(unlabelled("<p for=\"x\">X</p><input id=\"x\">").len(), 1);
     assert!(unlabelled("<label>X <input name=\"x\"></label>").is_empty());
 }
+
+#[tokio::test]
+async fn a_flash_shows_only_from_the_sessions_own_redirect() {
+    let w = world().await;
+    let job = submit(&w, w.token("member").unwrap(), json!({"gpu": {"count": 1}})).await;
+    let mut lead = visitor(&w, "lead").await;
+    // A link someone made, with a text of their choosing: no flash.
+    let crafted = lead
+        .get(&format!(
+            "/jobs/{job}?refused=Your+session+expired%3A+sign+in+at+evil.example&tag=00"
+        ))
+        .await;
+    assert_eq!(crafted.status, StatusCode::OK);
+    assert!(!crafted.body.contains("evil.example"), "{}", crafted.body);
+    assert!(!crafted.body.contains("id=\"flash\""), "{}", crafted.body);
+    // The portal's own redirect after an action shows its outcome.
+    lead.get(&format!("/jobs/{job}")).await;
+    let moved = lead
+        .post(
+            &format!("/jobs/{job}/class"),
+            &[("class", "production"), ("back", &format!("/jobs/{job}"))],
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::SEE_OTHER, "{}", moved.body);
+    let location = moved.location().to_string();
+    assert!(location.contains("tag="), "{location}");
+    let shown = lead.get(&location).await;
+    assert!(shown.body.contains("id=\"flash\""), "{}", shown.body);
+    // The same link in another session shows nothing.
+    let mut other = visitor(&w, "lead").await;
+    let page = other.get(&location).await;
+    assert!(!page.body.contains("id=\"flash\""), "{}", page.body);
+}

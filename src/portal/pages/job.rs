@@ -143,7 +143,7 @@ pub async fn page(
         })
         .collect();
     let mut layout = Layout::new(format!("Job {}", job.id), "", &viewer);
-    layout.flash = q.flash();
+    layout.flash = q.flash(&viewer);
     Ok(html(JobPage {
         layout,
         clock,

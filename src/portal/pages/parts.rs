@@ -9,6 +9,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::portal::render::{Flash, PageError};
+use crate::portal::session::Viewer;
 use crate::server::error::ApiError;
 
 /// Jobs per page of a queue.
@@ -250,17 +251,47 @@ pub fn live_answer(live: Live, since: &str, headers: &HeaderMap) -> Response {
     response
 }
 
-/// The flash a page shows after a redirect: `?done=` or `?refused=`.
+/// The flash a page shows after a redirect: `?done=` or `?refused=`, with
+/// `&tag=`, an HMAC of the text keyed by the session's CSRF token. A link
+/// that someone else made (a text of their choosing on this site's page)
+/// has no valid tag for the viewer's session and shows nothing.
 #[derive(Debug, Default, Deserialize)]
 pub struct FlashQuery {
     #[serde(default)]
     pub done: String,
     #[serde(default)]
     pub refused: String,
+    #[serde(default)]
+    pub tag: String,
+}
+
+/// The tag of a flash (`key` "done" or "refused") for a session.
+pub fn flash_tag(csrf: &str, key: &str, text: &str) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(csrf.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(key.as_bytes());
+    mac.update(b"\0");
+    mac.update(text.as_bytes());
+    mac.finalize().into_bytes()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl FlashQuery {
-    pub fn flash(&self) -> Option<Flash> {
+    pub fn flash(&self, viewer: &Viewer) -> Option<Flash> {
+        let (key, text) = if !self.refused.is_empty() {
+            ("refused", &self.refused)
+        } else {
+            ("done", &self.done)
+        };
+        let expected = flash_tag(&viewer.csrf, key, text);
+        if text.is_empty()
+            || !crate::portal::session::constant_time_eq(expected.as_bytes(), self.tag.as_bytes())
+        {
+            return None;
+        }
         if !self.refused.is_empty() {
             Some(Flash {
                 error: true,
@@ -283,7 +314,7 @@ fn clip(s: &str) -> String {
 
 /// Where to come back to after a form: `back` if it is a path on this
 /// site, else `fallback`; with the outcome in the query.
-pub fn back_with(back: &str, fallback: &str, key: &str, text: &str) -> Response {
+pub fn back_with(viewer: &Viewer, back: &str, fallback: &str, key: &str, text: &str) -> Response {
     let path = if back.starts_with('/') && !back.starts_with("//") && !back.starts_with("/\\") {
         back
     } else {
@@ -293,7 +324,12 @@ pub fn back_with(back: &str, fallback: &str, key: &str, text: &str) -> Response 
     let (p, q) = path.split_once('?').unwrap_or((path, ""));
     let kept: Vec<&str> = q
         .split('&')
-        .filter(|kv| !kv.is_empty() && !kv.starts_with("done=") && !kv.starts_with("refused="))
+        .filter(|kv| {
+            !kv.is_empty()
+                && !kv.starts_with("done=")
+                && !kv.starts_with("refused=")
+                && !kv.starts_with("tag=")
+        })
         .collect();
     let mut url = p.to_string();
     url.push('?');
@@ -304,6 +340,8 @@ pub fn back_with(back: &str, fallback: &str, key: &str, text: &str) -> Response 
     url.push_str(key);
     url.push('=');
     url.push_str(&crate::portal::session::encode(text));
+    url.push_str("&tag=");
+    url.push_str(&flash_tag(&viewer.csrf, key, text));
     Redirect::to(&url).into_response()
 }
 

@@ -440,8 +440,13 @@ pub async fn submit(State(state): State<AppState>, posted: Posted<SubmitForm>) -
                         q.position, job.team
                     ));
                 }
-                return Redirect::to(&format!("/jobs/{}?done={}", encode(&job.id), encode(&msg)))
-                    .into_response();
+                let tag = parts::flash_tag(&viewer.csrf, "done", &msg);
+                return Redirect::to(&format!(
+                    "/jobs/{}?done={}&tag={tag}",
+                    encode(&job.id),
+                    encode(&msg)
+                ))
+                .into_response();
             }
             Err(e) if e.status.is_client_error() && e.status != StatusCode::FORBIDDEN => {
                 errs.insert(form.place(&e.field), parts::words(&e.message, &e.field));

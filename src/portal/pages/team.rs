@@ -170,7 +170,7 @@ pub async fn page(
         "team",
         &viewer,
     );
-    layout.flash = q.flash.flash();
+    layout.flash = q.flash.flash(&viewer);
     let live = if name.is_empty() {
         String::new()
     } else {
@@ -475,10 +475,11 @@ async fn act(
         };
     }
     match outcome {
-        Ok(text) => parts::back_with(&form.back, &job_page, "done", &text),
+        Ok(text) => parts::back_with(&viewer, &form.back, &job_page, "done", &text),
         Err(e) => match parts::refusal_page(&e) {
             Some(page) => page.into_response(),
             None => parts::back_with(
+                &viewer,
                 &form.back,
                 &job_page,
                 "refused",
