@@ -300,7 +300,7 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
     // Usage for chargeback: short jobs of both teams that end within
     // seconds (the worker runs 60 cluster seconds a second), a long one
     // of ads; then search fills its burst (32 GPUs) with a gang, so that
-    // what it submits next waits.
+    // what it submits next waits (for 3 cluster hours: 3 minutes here).
     let short = submit(
         &w,
         &member,
@@ -326,7 +326,7 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
     let gang = submit(
         &w,
         &member,
-        json!({"gpu": {"count": 8}, "tasks": 4, "gang": 4, "duration": "1h", "name": "llm-pretrain"}),
+        json!({"gpu": {"count": 8}, "tasks": 4, "gang": 4, "duration": "3h", "name": "llm-pretrain"}),
     )
     .await;
 
