@@ -861,3 +861,30 @@ async fn a_flash_shows_only_from_the_sessions_own_redirect() {
     let page = other.get(&location).await;
     assert!(!page.body.contains("id=\"flash\""), "{}", page.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_utilization_history_fills_without_anyone_looking() {
+    let w = world().await;
+    let handle = partita::worker::spawn(w.pool.clone(), worker_options(60.0, "sampler"));
+    let samples = std::sync::Arc::new(partita::portal::pages::svg::Samples::default());
+    partita::portal::pages::svg::spawn_sampler(
+        w.pool.clone(),
+        samples.clone(),
+        std::time::Duration::from_millis(100),
+    );
+    let start = std::time::Instant::now();
+    while samples.all().len() < 3 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "{} samples after 30 s",
+            samples.all().len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let all = samples.all();
+    assert!(
+        all.windows(2).all(|p| p[0].at < p[1].at),
+        "one sample per publication, in order"
+    );
+    handle.stop().await;
+}

@@ -223,6 +223,11 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
             ),
         }
     }
+    crate::portal::pages::svg::spawn_sampler(
+        database.pool.clone(),
+        portal.samples.clone(),
+        std::time::Duration::from_secs(5),
+    );
     state.portal = Arc::new(portal);
     // Submissions are checked against the cluster the worker runs (with
     // `--no-worker`, the one named here: give the web server and the

@@ -26,9 +26,10 @@ pub struct Sample {
 /// The latest utilization samples, kept in the web process's memory.
 /// The worker publishes only the current utilization (GET
 /// /api/v1/cluster, the `worker_views` row) and keeps no history, so the
-/// portal records one sample per new publication it reads (any page
-/// that reads the cluster, and the overview's live refresh every 5 s):
-/// the chart starts afresh when the server does, as the Go portal's did.
+/// portal records one sample per new publication it reads: `partita
+/// serve` reads one every 5 s ([`spawn_sampler`]), and so does any page
+/// that reads the cluster. The chart starts afresh when the server does,
+/// as the Go portal's did.
 #[derive(Debug, Default)]
 pub struct Samples {
     ring: Mutex<VecDeque<Sample>>,
@@ -472,4 +473,25 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("cluster minutes before now"), "{svg}");
     }
+}
+
+/// Records the published cluster's utilization every `every` while the
+/// runtime runs, so the overview's chart has a history even when nobody
+/// looked at it (the Go portal's `Run`).
+pub fn spawn_sampler(
+    pool: sqlx::PgPool,
+    samples: std::sync::Arc<Samples>,
+    every: std::time::Duration,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            match crate::store::views::cluster(&pool).await {
+                Ok(Some(view)) => samples.record(&view.cluster),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "portal: sampling the cluster's utilization"),
+            }
+        }
+    });
 }
