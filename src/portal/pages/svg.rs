@@ -443,6 +443,27 @@ impl QuotaBar {
     }
 }
 
+/// Records the published cluster's utilization every `every` while the
+/// runtime runs, so the overview's chart has a history even when nobody
+/// looked at it (the Go portal's `Run`).
+pub fn spawn_sampler(
+    pool: sqlx::PgPool,
+    samples: std::sync::Arc<Samples>,
+    every: std::time::Duration,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            match crate::store::views::cluster(&pool).await {
+                Ok(Some(view)) => samples.record(&view.cluster),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "portal: sampling the cluster's utilization"),
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,25 +494,4 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("cluster minutes before now"), "{svg}");
     }
-}
-
-/// Records the published cluster's utilization every `every` while the
-/// runtime runs, so the overview's chart has a history even when nobody
-/// looked at it (the Go portal's `Run`).
-pub fn spawn_sampler(
-    pool: sqlx::PgPool,
-    samples: std::sync::Arc<Samples>,
-    every: std::time::Duration,
-) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            match crate::store::views::cluster(&pool).await {
-                Ok(Some(view)) => samples.record(&view.cluster),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "portal: sampling the cluster's utilization"),
-            }
-        }
-    });
 }
