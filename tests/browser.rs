@@ -8,43 +8,13 @@
 
 mod support;
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fantoccini::Locator;
-use partita::portal::Config;
-use partita::portal::sso::{Secret, Settings, Sso};
-use partita::server::AppState;
-use sqlx::PgPool;
 use support::api::world;
 use support::browser::{self, Browser};
-use support::oidc::{self, Provider};
+use support::oidc::Provider;
 use url::Url;
-
-/// The app with SSO against the provider at `issuer`, served on
-/// `listener` (whose base URL is `base`) until the test ends.
-fn start_app(pool: &PgPool, listener: tokio::net::TcpListener, base: &str, issuer: &str) {
-    let settings = Settings {
-        issuer: issuer.to_string(),
-        client_id: oidc::CLIENT_ID.into(),
-        client_secret: Secret(oidc::CLIENT_SECRET.into()),
-        redirect_url: format!("{base}/auth/callback"),
-        post_logout_redirect_url: format!("{base}/"),
-        claim: "groups".into(),
-        scopes: ["openid", "email", "profile", "groups"]
-            .map(String::from)
-            .to_vec(),
-    };
-    let mut state = AppState::new(pool.clone());
-    state.portal = Arc::new(Config {
-        public_url: base.to_string(),
-        sso: Some(Arc::new(Sso::new(settings).unwrap())),
-        ..Config::default()
-    });
-    let app = partita::server::app(state);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-}
 
 async fn text(b: &Browser, id: &str) -> String {
     b.find(Locator::Id(id))
@@ -68,21 +38,6 @@ async fn forget_provider(b: &Browser) {
     }
 }
 
-/// Where a screenshot goes: docs/screenshots/ with env
-/// `PARTITA_SCREENSHOTS` set (to refresh the committed ones), else a
-/// temporary directory (taken all the same, so a broken page still fails).
-fn screenshot(name: &str) -> std::path::PathBuf {
-    if std::env::var_os("PARTITA_SCREENSHOTS").is_some() {
-        return Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/screenshots")
-            .join(name);
-    }
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().unwrap())
-        .path()
-        .join(name)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
     if !browser::available() {
@@ -95,7 +50,7 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
         &[format!("{base}/auth/callback")],
         r#"{"lena":["team:search","role:lead"],"nora":["role:member"]}"#,
     );
-    start_app(&w.pool, listener, &base, &op.issuer());
+    support::portal::serve_sso_app(&w.pool, listener, &base, &op.issuer());
     let b = Browser::start().await;
 
     // The sign-in page offers single sign-on.
@@ -103,7 +58,8 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
     b.wait_for_url(Duration::from_secs(10), |u| u.path() == "/signin")
         .await;
     assert!(exists(&b, "a#sso").await, "{}", b.source().await);
-    b.screenshot_to(screenshot("signin.png")).await;
+    b.screenshot_to(browser::screenshot_path("signin.png"))
+        .await;
 
     // A lead signs in with SSO (the test picks the provider's user with
     // login_hint) and lands on the portal as that user, team and role.
@@ -131,7 +87,7 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
     // A restart: a new app on the same database keeps the session.
     let listener2 = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base2 = format!("http://{}", listener2.local_addr().unwrap());
-    start_app(&w.pool, listener2, &base2, &op.issuer());
+    support::portal::serve_sso_app(&w.pool, listener2, &base2, &op.issuer());
     b.goto(&format!("{base2}/")).await;
     assert_eq!(b.current_url().await.path(), "/");
     assert_eq!(text(&b, "whoami").await, "lena", "{}", b.source().await);
@@ -216,7 +172,8 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
         "{message}"
     );
     assert!(b.get_named_cookie("partita_session").await.is_err());
-    b.screenshot_to(screenshot("sso-refused.png")).await;
+    b.screenshot_to(browser::screenshot_path("sso-refused.png"))
+        .await;
 
     // An admin (signed in with a token, the form behind "instead") maps a
     // group on the single sign-on page, without JavaScript's help.
@@ -270,7 +227,8 @@ async fn sso_sign_in_restart_sign_out_and_refusals_in_chromium() {
         .await;
     assert!(text(&b, "rules").await.contains("ml-leads"));
     assert!(text(&b, "flash").await.contains("The rule was added"));
-    b.screenshot_to(screenshot("admin-sso.png")).await;
+    b.screenshot_to(browser::screenshot_path("admin-sso.png"))
+        .await;
 
     b.close().await;
 }

@@ -25,17 +25,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use fantoccini::Locator;
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
-use partita::portal::Config;
-use partita::portal::sso::{Secret, Settings, Sso};
-use partita::server::AppState;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use support::api::{World, call, worker_options, world};
@@ -53,64 +48,6 @@ const USERS: &str = r#"{
 
 /// How long the page or the worker may take to show what a step awaits.
 const WAIT: Duration = Duration::from_secs(20);
-
-/// The app with SSO against the provider at `issuer`, served on
-/// `listener` (whose base URL is `base`) until the test ends (as in
-/// tests/browser.rs).
-fn start_app(pool: &PgPool, listener: tokio::net::TcpListener, base: &str, issuer: &str) {
-    let settings = Settings {
-        issuer: issuer.to_string(),
-        client_id: oidc::CLIENT_ID.into(),
-        client_secret: Secret(oidc::CLIENT_SECRET.into()),
-        redirect_url: format!("{base}/auth/callback"),
-        post_logout_redirect_url: format!("{base}/"),
-        claim: "groups".into(),
-        scopes: ["openid", "email", "profile", "groups"]
-            .map(String::from)
-            .to_vec(),
-    };
-    let mut state = AppState::new(pool.clone());
-    state.portal = Arc::new(Config {
-        public_url: base.to_string(),
-        sso: Some(Arc::new(Sso::new(settings).unwrap())),
-        ..Config::default()
-    });
-    let app = partita::server::app(state);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-}
-
-/// Whether Node.js is here to run the test provider: without it the test
-/// says so and passes, unless env CI is set (as tests/portal_sso.rs).
-fn node_available() -> bool {
-    let node = std::env::var("PARTITA_NODE").unwrap_or_else(|_| "node".into());
-    let ok = std::process::Command::new(&node)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but `{node}` cannot run: the browser tests need Node.js for the test OpenID provider"
-        );
-        eprintln!("skipped: no Node.js (`{node}`) for the test OpenID provider");
-    }
-    ok
-}
-
-/// Where a screenshot goes: docs/screenshots/ with env
-/// `PARTITA_SCREENSHOTS` set, else a temporary directory (taken all the
-/// same, so a page that cannot be drawn still fails).
-fn screenshot(name: &str) -> PathBuf {
-    if std::env::var_os("PARTITA_SCREENSHOTS").is_some() {
-        return Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/screenshots")
-            .join(name);
-    }
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().unwrap())
-        .path()
-        .join(name)
-}
 
 async fn text(b: &Browser, id: &str) -> String {
     match b.find(Locator::Id(id)).await {
@@ -272,7 +209,7 @@ async fn charged(pool: &PgPool, team: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
-    if !browser::available() || !node_available() {
+    if !browser::available() || !oidc::node_available() {
         return;
     }
     let started = Instant::now();
@@ -294,7 +231,7 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let op = Provider::start(&[format!("{base}/auth/callback")], USERS);
-    start_app(&w.pool, listener, &base, &op.issuer());
+    support::portal::serve_sso_app(&w.pool, listener, &base, &op.issuer());
     let worker = partita::worker::spawn(w.pool.clone(), worker_options(60.0, "browser"));
 
     // Usage for chargeback: short jobs of both teams that end within
@@ -413,7 +350,8 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
         assert!(start.elapsed() < WAIT, "the preview: {p}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    b.screenshot_to(screenshot("submit.png")).await;
+    b.screenshot_to(browser::screenshot_path("submit.png"))
+        .await;
     click(&b, "#submit").await;
     let landed = b
         .wait_for_url(WAIT, |u| u.path().starts_with("/jobs/"))
@@ -436,7 +374,7 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         b.refresh().await.unwrap();
     }
-    b.screenshot_to(screenshot("job.png")).await;
+    b.screenshot_to(browser::screenshot_path("job.png")).await;
 
     // Three more jobs wait behind the gang; the lead moves the last one up.
     let mut waiting = Vec::new();
@@ -488,14 +426,14 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
     }
     assert_eq!(among(&page_queue(&b).await, &[a, bb, c]), [a, c, bb]);
     js(&b, "window.scrollTo(0, 0); return null;").await;
-    b.screenshot_to(screenshot("team.png")).await;
+    b.screenshot_to(browser::screenshot_path("team.png")).await;
     b.goto(&format!("{base}/queue")).await;
     assert!(
         count(&b, "#queue-search").await == 1,
         "{}",
         b.source().await
     );
-    b.screenshot_to(screenshot("queue.png")).await;
+    b.screenshot_to(browser::screenshot_path("queue.png")).await;
 
     // The overview draws the cluster as the worker last published it:
     // the gang's 32 GPUs and ads' 4 among what is allocated.
@@ -523,7 +461,8 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
         b.refresh().await.unwrap();
     }
     assert_eq!(text(&b, "gpus").await, "48");
-    b.screenshot_to(screenshot("overview.png")).await;
+    b.screenshot_to(browser::screenshot_path("overview.png"))
+        .await;
 
     // The worker stops once both teams have been charged, so that the
     // ledger stands still while finance compares the CSVs.
@@ -583,7 +522,8 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
     .await;
     assert_eq!(row, json!(["search", "20", "32"]));
     assert_eq!(guarantee().await, 20_000);
-    b.screenshot_to(screenshot("admin-teams.png")).await;
+    b.screenshot_to(browser::screenshot_path("admin-teams.png"))
+        .await;
 
     // ---- Finance: the CSV link gives the API's bytes.
     sign_in(&b, &base, "fiona", "finance").await;
@@ -596,7 +536,8 @@ async fn every_role_in_chromium_leads_admins_finance_members_viewers() {
         report.contains("search") && report.contains("ads"),
         "{report}"
     );
-    b.screenshot_to(screenshot("chargeback.png")).await;
+    b.screenshot_to(browser::screenshot_path("chargeback.png"))
+        .await;
     let href = b
         .find(Locator::Id("csv"))
         .await

@@ -43,47 +43,6 @@ const USERS: &str = r#"{
     "fay": ["role:finance", "team:search"]
 }"#;
 
-/// Whether Node.js is here to run the test provider. Without it the
-/// tests that need the provider say so and pass, unless env CI is set
-/// (then it must be there, as `.ci/run` installs it).
-fn provider_available() -> bool {
-    let node = std::env::var("PARTITA_NODE").unwrap_or_else(|_| "node".into());
-    let ok = std::process::Command::new(&node)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but `{node}` cannot run: the SSO tests need Node.js for the test OpenID provider"
-        );
-        eprintln!("skipped: no Node.js (`{node}`) for the test OpenID provider");
-    }
-    ok
-}
-
-/// The portal with single sign-on against `op`, on `pool`.
-fn sso_app(pool: &PgPool, op: &Provider) -> axum::Router {
-    let settings = Settings {
-        issuer: op.issuer(),
-        client_id: oidc::CLIENT_ID.into(),
-        client_secret: Secret(oidc::CLIENT_SECRET.into()),
-        redirect_url: callback(),
-        post_logout_redirect_url: format!("{PUBLIC}/"),
-        claim: "groups".into(),
-        scopes: ["openid", "email", "profile", "groups"]
-            .map(String::from)
-            .to_vec(),
-    };
-    let mut state = AppState::new(pool.clone());
-    state.portal = Arc::new(Config {
-        public_url: PUBLIC.into(),
-        sso: Some(Arc::new(Sso::new(settings).unwrap())),
-        ..Config::default()
-    });
-    partita::server::app(state)
-}
-
 /// The browser's side at the provider: its cookies (op_*), kept across
 /// requests.
 #[derive(Default)]
@@ -210,12 +169,12 @@ async fn audit(pool: &PgPool, action: &str) -> Vec<(String, Option<Value>, Optio
 
 #[tokio::test]
 async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims() {
-    if !provider_available() {
+    if !oidc::node_available() {
         return;
     }
     let w = world().await;
     let op = Provider::start(&[callback()], USERS);
-    let app = sso_app(&w.pool, &op);
+    let app = support::portal::sso_app(&w.pool, PUBLIC, &op.issuer());
 
     // The sign-in page offers SSO.
     let mut v = Visitor::new(app.clone());
@@ -344,12 +303,12 @@ async fn the_first_sso_login_creates_the_user_and_later_ones_follow_the_claims()
 
 #[tokio::test]
 async fn a_tampered_or_replayed_callback_is_refused() {
-    if !provider_available() {
+    if !oidc::node_available() {
         return;
     }
     let w = world().await;
     let op = Provider::start(&[callback()], USERS);
-    let app = sso_app(&w.pool, &op);
+    let app = support::portal::sso_app(&w.pool, PUBLIC, &op.issuer());
     let mut v = Visitor::new(app.clone());
     let mut agent = OpAgent::default();
 
@@ -426,12 +385,12 @@ async fn a_tampered_or_replayed_callback_is_refused() {
 
 #[tokio::test]
 async fn who_has_no_team_or_is_disabled_is_refused_in_words() {
-    if !provider_available() {
+    if !oidc::node_available() {
         return;
     }
     let w = world().await;
     let op = Provider::start(&[callback()], USERS);
-    let app = sso_app(&w.pool, &op);
+    let app = support::portal::sso_app(&w.pool, PUBLIC, &op.issuer());
 
     // A member's role without a team: refused, told whom to ask, not created.
     let mut v = Visitor::new(app.clone());
@@ -508,12 +467,12 @@ async fn who_has_no_team_or_is_disabled_is_refused_in_words() {
 
 #[tokio::test]
 async fn signing_out_of_an_sso_session_signs_out_at_the_provider() {
-    if !provider_available() {
+    if !oidc::node_available() {
         return;
     }
     let w = world().await;
     let op = Provider::start(&[callback()], USERS);
-    let app = sso_app(&w.pool, &op);
+    let app = support::portal::sso_app(&w.pool, PUBLIC, &op.issuer());
     let config = op.discovery().await;
     let mut v = Visitor::new(app.clone());
     let mut agent = OpAgent::default();
@@ -560,7 +519,7 @@ async fn signing_out_of_an_sso_session_signs_out_at_the_provider() {
 
 #[tokio::test]
 async fn sso_is_off_without_an_issuer_and_discovered_at_first_use() {
-    if !provider_available() {
+    if !oidc::node_available() {
         return;
     }
     let w = world().await;
@@ -575,7 +534,7 @@ async fn sso_is_off_without_an_issuer_and_discovered_at_first_use() {
     // A provider nobody discovered yet (down at the start): the first
     // sign-in discovers it. A provider that does not answer: said in words.
     let op = Provider::start(&[callback()], USERS);
-    let app = sso_app(&w.pool, &op);
+    let app = support::portal::sso_app(&w.pool, PUBLIC, &op.issuer());
     let page = sso_login(&mut Visitor::new(app), &op, &mut OpAgent::default(), "lena").await;
     assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
 
@@ -764,7 +723,7 @@ async fn admins_edit_the_claim_rules_and_others_may_not() {
 
 #[tokio::test]
 async fn partita_serve_takes_the_sso_settings_from_flags_and_the_environment() {
-    if !provider_available() {
+    if !oidc::node_available() {
         return;
     }
     let (_pool, db) = support::fresh_db().await;

@@ -423,3 +423,19 @@ fn spawn_reader(
         }
     });
 }
+
+/// Where a screenshot goes: docs/screenshots/ with env
+/// `PARTITA_SCREENSHOTS` set (to refresh the committed ones), else a
+/// temporary directory (taken all the same, so a page that cannot be
+/// drawn still fails).
+pub fn screenshot_path(name: &str) -> PathBuf {
+    if std::env::var_os("PARTITA_SCREENSHOTS").is_some() {
+        return Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/screenshots")
+            .join(name);
+    }
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+        .join(name)
+}

@@ -338,3 +338,22 @@ pub async fn try_http(
         .to_bytes();
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
+
+/// Whether Node.js is here to run the test provider. Without it the
+/// tests that need the provider say so and pass, unless env CI is set
+/// (then it must be there, as `.ci/run` installs it).
+pub fn node_available() -> bool {
+    let node = std::env::var("PARTITA_NODE").unwrap_or_else(|_| "node".into());
+    let ok = Command::new(&node)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but `{node}` cannot run: the portal's SSO tests need Node.js for the test OpenID provider"
+        );
+        eprintln!("skipped: no Node.js (`{node}`) for the test OpenID provider");
+    }
+    ok
+}

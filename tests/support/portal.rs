@@ -10,6 +10,15 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use tower::ServiceExt;
 
+use std::sync::Arc;
+
+use partita::portal::Config;
+use partita::portal::sso::{Secret, Settings, Sso};
+use partita::server::AppState;
+use sqlx::PgPool;
+
+use super::oidc;
+
 /// One visitor: their cookies and the last page they saw.
 pub struct Visitor {
     pub app: Router,
@@ -152,4 +161,34 @@ fn enc(s: &str) -> String {
         }
     }
     out
+}
+
+/// The portal with single sign-on against the test provider at `issuer`
+/// (tests/support/oidc.rs), for users who reach it at `base`.
+pub fn sso_app(pool: &PgPool, base: &str, issuer: &str) -> Router {
+    let settings = Settings {
+        issuer: issuer.to_string(),
+        client_id: oidc::CLIENT_ID.into(),
+        client_secret: Secret(oidc::CLIENT_SECRET.into()),
+        redirect_url: format!("{base}/auth/callback"),
+        post_logout_redirect_url: format!("{base}/"),
+        claim: "groups".into(),
+        scopes: ["openid", "email", "profile", "groups"]
+            .map(String::from)
+            .to_vec(),
+    };
+    let mut state = AppState::new(pool.clone());
+    state.portal = Arc::new(Config {
+        public_url: base.to_string(),
+        sso: Some(Arc::new(Sso::new(settings).unwrap())),
+        ..Config::default()
+    });
+    partita::server::app(state)
+}
+
+/// [`sso_app`] served on `listener` (whose base URL is `base`) until the
+/// test ends.
+pub fn serve_sso_app(pool: &PgPool, listener: tokio::net::TcpListener, base: &str, issuer: &str) {
+    let app = sso_app(pool, base, issuer);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 }
