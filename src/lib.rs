@@ -8,6 +8,7 @@ pub mod api;
 pub mod cli;
 pub mod client;
 pub mod db;
+pub mod k8s;
 pub mod metrics;
 pub mod output;
 pub mod portal;

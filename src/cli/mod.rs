@@ -46,6 +46,8 @@ pub enum Command {
     Bench(BenchCommand),
     /// client: cancel jobs (partita cancel ID...)
     Cancel(client_jobs::IdsArgs),
+    /// Kubernetes: write the CRDs of Partita's custom resources, generated from their Rust types
+    Crdgen(CrdgenArgs),
     /// client: the cluster's nodes, GPUs, MIG slices and utilization
     Cluster(client_jobs::ClusterArgs),
     /// client: list jobs, or show one with its events (partita jobs ID)
@@ -97,6 +99,7 @@ impl Command {
         match self {
             Command::Admin(a) => a.command.error_prefix(),
             Command::Cancel(_) => "cancel",
+            Command::Crdgen(_) => "crdgen",
             Command::Cluster(_) => "cluster",
             Command::Jobs(_) => "jobs",
             Command::Move(_) => "move",
@@ -126,6 +129,7 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
             client_jobs::change_jobs(args, client_jobs::JobAction::Cancel, stdout)
         }
         Command::Cluster(args) => client_jobs::cluster(args, stdout),
+        Command::Crdgen(args) => crdgen(args, stdout),
         Command::Jobs(args) => client_jobs::jobs(args, stdout),
         Command::Move(args) => client_jobs::move_job(args, stdout),
         Command::Queue(args) => client_jobs::queue(args, stdout),
@@ -442,4 +446,39 @@ mod tests {
             &usage_error("--seeds: bad").context("while reading flags")
         ));
     }
+}
+
+/// `partita crdgen`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CrdgenArgs {
+    /// where to write them ("-": standard output)
+    #[arg(long, default_value = "deploy/kubernetes/crds.yaml")]
+    pub out: std::path::PathBuf,
+    /// write nothing; fail when the file differs from what the types give
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Writes (or checks) the CRDs generated from `crate::k8s::resources`.
+fn crdgen(args: &CrdgenArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
+    let yaml = crate::k8s::resources::crds_yaml().map_err(|e| anyhow::anyhow!(e))?;
+    if args.out.as_os_str() == "-" {
+        stdout.write_all(yaml.as_bytes())?;
+        return Ok(());
+    }
+    if args.check {
+        let committed = std::fs::read_to_string(&args.out)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", args.out.display()))?;
+        if committed != yaml {
+            anyhow::bail!(
+                "{} differs from the types in src/k8s/resources.rs: run `partita crdgen`",
+                args.out.display()
+            );
+        }
+        return Ok(());
+    }
+    std::fs::write(&args.out, &yaml)
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", args.out.display()))?;
+    writeln!(stdout, "wrote {}", args.out.display())?;
+    Ok(())
 }

@@ -3,7 +3,8 @@
 // gang of pods that start together).
 //
 // The CRD manifests with their OpenAPI validation live in
-// deploy/kubernetes/crds.yaml; the API server enforces them, so the
+// deploy/kubernetes/crds.yaml, generated from the Rust types
+// (src/k8s/resources.rs, `partita crdgen`); the API server enforces them, so the
 // scheduler can trust field ranges of objects it reads (it still checks,
 // since an older CRD may be installed). There is no generated clientset:
 // the scheduler reads these objects through the dynamic client and
