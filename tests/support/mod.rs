@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod browser;
+pub mod kube;
 pub mod oidc;
 pub mod portal;
 

@@ -151,3 +151,10 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Etcd starts the shared embedded etcd on first use and returns its
+// client URL: for cmd/kubeharness, which serves the Rust tests.
+func Etcd() (string, error) {
+	etcd.once.Do(startEtcd)
+	return etcd.url, etcd.err
+}

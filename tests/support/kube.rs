@@ -1,0 +1,97 @@
+//! A real kube-apiserver with etcd for the Kubernetes tests: the Go
+//! program `go/test/integration/cmd/kubeharness` (built from the same
+//! Kubernetes modules as the Go build's integration tests), started once
+//! per test binary. It writes a cluster-admin kubeconfig and runs until
+//! this process exits (its stdin, held here, closes). Without Go the
+//! tests say so and pass, unless env CI is set.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock, mpsc};
+use std::time::Duration;
+
+/// The running harness: where its kubeconfig is.
+pub struct Harness {
+    pub kubeconfig: PathBuf,
+    /// Kept so that its stdin stays open while the tests run.
+    _child: Mutex<Child>,
+}
+
+static HARNESS: OnceLock<Option<Harness>> = OnceLock::new();
+
+/// The harness, started on first use; None (with a line saying why)
+/// where Go is missing and CI is not set.
+pub fn harness() -> Option<&'static Harness> {
+    HARNESS.get_or_init(start).as_ref()
+}
+
+fn start() -> Option<Harness> {
+    let go = std::env::var("PARTITA_GO").unwrap_or_else(|_| "go".into());
+    if !Command::new(&go)
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but `{go}` cannot run: the Kubernetes tests build their kube-apiserver with Go"
+        );
+        eprintln!("skipped: no Go (`{go}`) to build the kube-apiserver harness");
+        return None;
+    }
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("go/test/integration");
+    let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kubeharness");
+    // The first build compiles Kubernetes (tens of minutes on two cores);
+    // Go's build cache makes the next ones seconds.
+    let built = Command::new(&go)
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg("./cmd/kubeharness")
+        .current_dir(&module)
+        .status()
+        .expect("run go build");
+    assert!(built.success(), "go build ./cmd/kubeharness failed");
+    let dir = tempfile::Builder::new()
+        .prefix("partita-kube-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let mut child = Command::new(&bin)
+        .arg("-dir")
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kubeharness");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(path) = line.strip_prefix("READY ") {
+                let _ = tx.send(PathBuf::from(path));
+            }
+        }
+    });
+    let kubeconfig = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("kubeharness: no READY line within 120 s");
+    Some(Harness {
+        kubeconfig,
+        _child: Mutex::new(child),
+    })
+}
+
+/// A client of the harness's API server, as cluster-admin. One per test:
+/// its connection task lives on the test's runtime.
+pub async fn client(h: &Harness) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&h.kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
