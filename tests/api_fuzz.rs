@@ -109,3 +109,19 @@ fn decoders_answer_4xx_or_success_never_5xx() {
         check(&w, &rt, bytes)?;
     });
 }
+
+/// What the fuzzer found once: an array filled a struct's fields in order
+/// (serde allows it) and put U+0000 into a database query (500).
+#[test]
+fn arrays_and_nul_characters_are_refused_in_words() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let w = rt.block_on(world());
+    for body in [
+        &br#"["\u0000"]"#[..],
+        br#"["search"]"#,
+        br#"{"team": "\u0000"}"#,
+        br#"{"name": "x\u0000y"}"#,
+    ] {
+        check(&w, &rt, body.to_vec()).unwrap();
+    }
+}

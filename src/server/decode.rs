@@ -61,8 +61,19 @@ async fn read_body(req: Request) -> Result<axum::body::Bytes, ApiError> {
 /// Decodes one JSON value into `T`; the error is a 400 that names the
 /// field (its path, such as `gpu.count`) and says what was wrong.
 pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Err(ApiError::bad_request("", "body: empty; send a JSON object"));
+    };
+    // serde reads a struct from an array too (its fields in order), which
+    // the Go build's decoder refuses: every body here is an object.
+    if *first != b'{' {
+        return Err(ApiError::bad_request("", "body: not a JSON object"));
+    }
+    if has_nul(bytes) {
+        return Err(ApiError::bad_request(
+            "",
+            "body: a string holds the character U+0000 (\\u0000), which cannot be stored",
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value: T = match serde_path_to_error::deserialize(&mut de) {
@@ -79,6 +90,17 @@ pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         ));
     }
     Ok(value)
+}
+
+/// Whether a JSON text has the escape `\u0000` in a string (a raw NUL is
+/// not valid JSON): PostgreSQL's text cannot hold U+0000, so such a value
+/// is refused here rather than failing in the database. An escape is a
+/// backslash preceded by an even number of backslashes.
+fn has_nul(bytes: &[u8]) -> bool {
+    bytes.windows(6).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(b"\\u0000")
+            && bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0
+    })
 }
 
 /// Turns serde_json's message into the Go build's words.
@@ -146,6 +168,15 @@ mod tests {
         assert_eq!(e.message, "body: JSON ends too soon");
         let e = decode_json::<SubmitRequest>(b"[1]").unwrap_err();
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
+        // An array would fill a struct's fields in order: refused.
+        let e = decode_json::<SubmitRequest>(br#" ["search"]"#).unwrap_err();
+        assert_eq!(e.message, "body: not a JSON object");
+        // U+0000 cannot be stored: refused, wherever it is.
+        let e = decode_json::<SubmitRequest>(br#"{"team": "a\u0000"}"#).unwrap_err();
+        assert!(e.message.contains("U+0000"), "{}", e.message);
+        assert!(decode_json::<SubmitRequest>(br#"{"name": "a\\u0000"}"#).is_ok());
+        let e = decode_json::<SubmitRequest>(br#"{"name": "a\\\u0000"}"#).unwrap_err();
+        assert!(e.message.contains("U+0000"), "{}", e.message);
         assert!(decode_json::<SubmitRequest>(b"{}").is_ok());
     }
 }
