@@ -125,3 +125,28 @@ fn arrays_and_nul_characters_are_refused_in_words() {
         check(&w, &rt, body.to_vec()).unwrap();
     }
 }
+
+/// U+0000 in a path or a query (`%00`) is refused in words too, never
+/// passed on to PostgreSQL.
+#[test]
+fn nul_characters_in_urls_are_refused_in_words() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let w = rt.block_on(world());
+    for path in [
+        "/api/v1/jobs?team=%00",
+        "/api/v1/jobs?user=a%00b",
+        "/api/v1/jobs/job-%00",
+        "/api/v1/teams/%00",
+        "/api/v1/queue?team=%00",
+        "/api/v1/reports/chargeback?team=%00",
+        "/api/v1/users/%00",
+    ] {
+        let a = rt.block_on(call_raw(&w.app, "GET", path, w.token("admin"), None, &[]));
+        assert!(
+            a.status.is_client_error(),
+            "GET {path}: {} {}",
+            a.status,
+            a.body
+        );
+    }
+}

@@ -84,8 +84,32 @@ pub fn app(state: AppState) -> Router {
         .merge(api_routes)
         .merge(crate::portal::routes())
         .fallback(no_route)
+        .layer(middleware::from_fn(refuse_nul))
         .layer(middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
+}
+
+/// Refuses a URL holding U+0000 (`%00` in its path or query) with a 400:
+/// PostgreSQL's text cannot hold the character, so a name or a filter
+/// with it would fail in the database. (A `%` in a URL always starts an
+/// escape, so `%00` is the character itself.)
+async fn refuse_nul(request: Request, next: Next) -> Response {
+    let uri = request.uri();
+    let raw = uri.path_and_query().map(|p| p.as_str()).unwrap_or("");
+    if raw.as_bytes().windows(3).any(|w| w == b"%00") {
+        let message =
+            "the URL holds the character U+0000 (%00), which cannot be stored or looked up";
+        if uri.path().starts_with("/api/") {
+            return ApiError::bad_request("", message).into_response();
+        }
+        return crate::portal::render::PageError {
+            status: StatusCode::BAD_REQUEST,
+            message: "The address holds the character U+0000 (%00), which Partita cannot look up."
+                .into(),
+        }
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// Any other path: under /api/ a JSON 404 that says where the routes are
