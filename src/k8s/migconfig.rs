@@ -397,7 +397,9 @@ mod tests {
     #[test]
     fn pack_layouts_cases() {
         let h100 = lookup("H100-80GB");
-        let cases: &[(&str, &[(&str, i64)], usize, bool)] = &[
+        // (name, counts, GPUs, whether they fit)
+        type PackCase = (&'static str, &'static [(&'static str, i64)], usize, bool);
+        let cases: &[PackCase] = &[
             (
                 "all-balanced on one GPU",
                 &[("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1)],
