@@ -1,6 +1,11 @@
 //! Kubernetes: Partita's custom resources as Rust types, from which
-//! their CustomResourceDefinitions are generated (`partita crdgen`). The
-//! scheduler and controllers come next (issue 48); until then `partita
-//! kube` is the Go build's (`go/internal/kube`).
+//! their CustomResourceDefinitions are generated (`partita crdgen`), and
+//! the pure translation of API objects into the engine's types (nodes so
+//! far). The scheduler and controllers come next (issue 48); until then
+//! `partita kube` is the Go build's (`go/internal/kube`).
 
+pub mod devices;
+pub mod migconfig;
+pub mod names;
+pub mod node;
 pub mod resources;
