@@ -52,6 +52,12 @@ pub async fn send(
     path_and_query: &str,
     body: Option<Vec<u8>>,
 ) -> Result<Answer, ApiError> {
+    // The API's own routes are called here without the app's layers:
+    // refuse U+0000 in the URL as the app does (a form's user name with
+    // it would reach the database).
+    if crate::server::url_has_nul(path_and_query) {
+        return Err(ApiError::bad_request("", crate::server::URL_NUL));
+    }
     let mut request = Request::builder()
         .method(method)
         .uri(path_and_query)

@@ -290,6 +290,13 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for Posted<T> {
             )
             .into_response());
         }
+        // U+0000 cannot be stored (PostgreSQL's text), and some forms
+        // write to the database directly: refused for every form here.
+        if bytes.windows(3).any(|w| w == b"%00") {
+            return Err(bad_form(
+                "A field holds the character U+0000, which cannot be stored. Remove it and send the form again.",
+            ));
+        }
         let form = serde_html_form::from_bytes::<T>(&bytes)
             .map_err(|e| bad_form(&format!("The form could not be read: {e}.")))?;
         Ok(Posted { viewer, form })

@@ -112,6 +112,15 @@ async fn refuse_nul(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// Why a URL with U+0000 is refused.
+pub const URL_NUL: &str =
+    "the URL holds the character U+0000 (%00), which cannot be stored or looked up";
+
+/// Whether a URL's path and query hold `%00`.
+pub fn url_has_nul(path_and_query: &str) -> bool {
+    path_and_query.as_bytes().windows(3).any(|w| w == b"%00")
+}
+
 /// Any other path: under /api/ a JSON 404 that says where the routes are
 /// listed, elsewhere the portal's page.
 async fn no_route(request: Request) -> Response {
