@@ -210,4 +210,32 @@ mod tests {
             "annotation partita.dev/gpu-share=\"0:0\": want <gpu>:<milli>"
         );
     }
+
+    // FuzzGrantsFromAnnotations: whatever the three annotations say, the
+    // reader never panics, and what it accepts is a grant the engine can
+    // take (a GPU index at least 0; a share from 1 to 1000 milli).
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+        #[test]
+        fn grants_from_any_annotations_are_sane_or_refused(
+            gpus in "[-0-9, a-z:@.]{0,16}|\\PC{0,8}",
+            slice in "[-0-9a-z:@.g]{0,16}|[0-9]:[1-7]g\\.[0-9]{1,3}gb@[0-9]|\\PC{0,8}",
+            share in "[-0-9:, ]{0,12}|[0-9]:[0-9]{1,5}",
+        ) {
+            let a = ann(&[
+                (ANNOTATION_GPUS, gpus.as_str()),
+                (ANNOTATION_MIG_SLICE, slice.as_str()),
+                (ANNOTATION_GPU_SHARE, share.as_str()),
+            ]);
+            if let Ok(Some(grants)) = grants_from_annotations(&a) {
+                for g in grants {
+                    proptest::prop_assert!(g.gpu >= 0, "{g:?} from {a:?}");
+                    proptest::prop_assert!(
+                        g.slice.is_some() || (1..=1000).contains(&g.milli),
+                        "{g:?} from {a:?}"
+                    );
+                }
+            }
+        }
+    }
 }
