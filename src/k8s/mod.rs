@@ -5,7 +5,10 @@
 //! `partita kube` is the Go build's (`go/internal/kube`).
 
 pub mod devices;
+pub mod events;
+pub mod metrics;
 pub mod migconfig;
 pub mod names;
 pub mod node;
 pub mod resources;
+pub mod snapshot;
