@@ -4,11 +4,16 @@
 //! far). The scheduler and controllers come next (issue 48); until then
 //! `partita kube` is the Go build's (`go/internal/kube`).
 
+pub mod act;
+pub mod cycle;
 pub mod devices;
 pub mod events;
 pub mod metrics;
+pub mod mig;
 pub mod migconfig;
 pub mod names;
 pub mod node;
 pub mod resources;
+pub mod scheduler;
 pub mod snapshot;
+pub mod status;
