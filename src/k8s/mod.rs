@@ -6,9 +6,13 @@
 
 pub mod devices;
 pub mod events;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod jobs;
 pub mod metrics;
 pub mod migconfig;
 pub mod names;
 pub mod node;
+pub mod pod;
 pub mod resources;
 pub mod snapshot;
