@@ -8,11 +8,15 @@ pub mod act;
 pub mod cycle;
 pub mod devices;
 pub mod events;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod jobs;
 pub mod metrics;
 pub mod mig;
 pub mod migconfig;
 pub mod names;
 pub mod node;
+pub mod pod;
 pub mod resources;
 pub mod scheduler;
 pub mod snapshot;
