@@ -21,12 +21,13 @@ use kube::api::{DeleteParams, EvictParams, PostParams, Preconditions};
 use partita_engine::cluster::Assignment;
 use partita_engine::sched::{Decision, Preemption};
 
-use super::cycle::{node_name, starts_by_job, task_name, uid};
+use super::cycle::{node_name, starts_by_job, uid};
+use super::pod::{gpu_resources, task_name};
 use super::devices::device_annotations;
 use super::events::EventType;
 use super::names::{
     ANNOTATION_GPU_MEMORY, ANNOTATION_GPU_SHARE, ANNOTATION_GPUS, ANNOTATION_JOB,
-    ANNOTATION_MIG_SLICE, RESOURCE_GPU, RESOURCE_MIG_PREFIX,
+    ANNOTATION_MIG_SLICE,
 };
 use super::scheduler::{AssumedBind, Memory, Scheduler, duration};
 use super::snapshot::{Assumed, Snapshot};
@@ -184,7 +185,7 @@ impl Scheduler {
             .annotations
             .as_ref()
             .is_some_and(|an| an.contains_key(ANNOTATION_GPU_MEMORY));
-        if memory_only && mig_slice && !requests_nvidia_devices(p) {
+        if memory_only && mig_slice && !gpu_resources(p).any() {
             // No nvidia.com resource in the spec: the stock device plugin
             // gives this pod no GPU (see docs/kubernetes.md, "memory").
             self.events.record(
@@ -246,22 +247,6 @@ impl Scheduler {
             ),
         );
     }
-}
-
-/// Whether the pod's containers ask for nvidia.com/gpu or a MIG resource.
-fn requests_nvidia_devices(p: &Pod) -> bool {
-    let Some(spec) = &p.spec else {
-        return false;
-    };
-    let names = |c: &k8s_openapi::api::core::v1::Container| {
-        let r = c.resources.as_ref();
-        let limits = r.and_then(|r| r.limits.as_ref()).into_iter().flatten();
-        let requests = r.and_then(|r| r.requests.as_ref()).into_iter().flatten();
-        limits
-            .chain(requests)
-            .any(|(name, _)| name == RESOURCE_GPU || name.starts_with(RESOURCE_MIG_PREFIX))
-    };
-    spec.containers.iter().any(names) || spec.init_containers.iter().flatten().any(names)
 }
 
 /// " (GPUs 0,1, MIG instance 2:3g.40gb@4)" for the Scheduled event, ""
@@ -340,18 +325,5 @@ mod tests {
             " (GPUs 0,1, MIG instance 2:3g.40gb@4)"
         );
         assert_eq!(describe_devices(&BTreeMap::new()), "");
-    }
-
-    #[test]
-    fn nvidia_requests_are_seen_in_limits_requests_and_init_containers() {
-        let pod = |json: serde_json::Value| -> Pod { serde_json::from_value(json).unwrap() };
-        let none = pod(serde_json::json!({"spec": {"containers": [{"name": "c"}]}}));
-        assert!(!requests_nvidia_devices(&none));
-        let gpu = pod(serde_json::json!({"spec": {"containers": [{"name": "c",
-            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}));
-        assert!(requests_nvidia_devices(&gpu));
-        let mig = pod(serde_json::json!({"spec": {"containers": [{"name": "c"}],
-            "initContainers": [{"name": "i", "resources": {"requests": {"nvidia.com/mig-1g.10gb": "1"}}}]}}));
-        assert!(requests_nvidia_devices(&mig));
     }
 }

@@ -17,9 +17,9 @@ use kube::Api;
 use partita_engine::sched::{Decision, Input, Job, Wait};
 
 use super::events::EventType;
+use super::jobs::group_name;
 use super::names::{
-    ANNOTATION_MIN_MEMBER, LABEL_COSCHEDULING_POD_GROUP, LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE,
-    LABEL_POD_GROUP, MIG_STATE_PENDING,
+    ANNOTATION_MIN_MEMBER, LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE, MIG_STATE_PENDING,
 };
 use super::node::NodeOptions;
 use super::resources::PodGroup;
@@ -32,40 +32,12 @@ pub(crate) fn uid(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
-/// "namespace/name", as events and logs name a pod.
-pub(crate) fn task_name(p: &Pod) -> String {
-    format!(
-        "{}/{}",
-        p.metadata.namespace.as_deref().unwrap_or_default(),
-        p.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 /// The node a pod is bound to, "" while it is pending.
 pub(crate) fn node_name(p: &Pod) -> &str {
     p.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .unwrap_or_default()
-}
-
-/// The gang a pod belongs to by its labels (Partita's, else the
-/// coscheduling plugin's), "" for none (Go's GroupName).
-pub(crate) fn group_name(p: &Pod) -> &str {
-    let label = |k: &str| {
-        p.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(k))
-            .map(String::as_str)
-            .unwrap_or_default()
-    };
-    let g = label(LABEL_POD_GROUP);
-    if g.is_empty() {
-        label(LABEL_COSCHEDULING_POD_GROUP)
-    } else {
-        g
-    }
 }
 
 fn scheduler_name(p: &Pod) -> &str {
@@ -525,20 +497,5 @@ mod tests {
         assert_eq!(keys(acted.evicting.keys().collect()), ["u-running"]);
         assert_eq!(keys(mem.changes.keys().collect()), ["n1"]);
         assert_eq!(keys(mem.reasons.keys().collect()), ["u-pending"]);
-    }
-
-    #[test]
-    fn group_name_prefers_partitas_label() {
-        let mut p = Pod::clone(&pod("a", "u", ""));
-        assert_eq!(group_name(&p), "");
-        p.metadata.labels = Some([(LABEL_COSCHEDULING_POD_GROUP.to_string(), "cs".into())].into());
-        assert_eq!(group_name(&p), "cs");
-        p.metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert(LABEL_POD_GROUP.into(), "pg".into());
-        assert_eq!(group_name(&p), "pg");
-        assert_eq!(task_name(&p), "ns/a");
     }
 }

@@ -34,7 +34,7 @@ use super::events::Events;
 use super::metrics::Metrics;
 use super::names::DEFAULT_SCHEDULER_NAME;
 use super::resources::{PodGroup, Queue};
-use super::snapshot::Assumed;
+use super::snapshot::{Assumed, LABEL_UNSCHEDULABLE};
 use super::status::StatusCache;
 
 /// How MIG layouts may be changed (`--mig-reconfigure`).
@@ -202,11 +202,6 @@ pub enum SchedulerError {
     #[error("start: the reflectors were started already")]
     Started,
 }
-
-/// The label the snapshot sets on the engine's copy of a node that takes
-/// no new work (Go's labelUnschedulable, snapshot.go); `NodeFilter` reads
-/// it.
-pub const LABEL_UNSCHEDULABLE: &str = "partita.dev/~unschedulable";
 
 /// The engine's configuration: the preset with its placement policy
 /// (Partita's own for partita, stock Kubernetes placement for the others,
