@@ -22,13 +22,13 @@ use partita_engine::cluster::Assignment;
 use partita_engine::sched::{Decision, Preemption};
 
 use super::cycle::{node_name, starts_by_job, uid};
-use super::pod::{gpu_resources, task_name};
 use super::devices::device_annotations;
 use super::events::EventType;
 use super::names::{
     ANNOTATION_GPU_MEMORY, ANNOTATION_GPU_SHARE, ANNOTATION_GPUS, ANNOTATION_JOB,
     ANNOTATION_MIG_SLICE,
 };
+use super::pod::{gpu_resources, task_name};
 use super::scheduler::{AssumedBind, Memory, Scheduler, duration};
 use super::snapshot::{Assumed, Snapshot};
 

@@ -316,7 +316,12 @@ impl Scheduler {
         if name == v.config && !v.mig_changing && !v.mig_failed {
             return None;
         }
-        if let Err(e) = self.write_config(mem, &name, device_specs(&p.gpus)).await {
+        // The configs in flight must survive the clean-up of unused ones.
+        let in_flight: Vec<String> = mem.changes.values().map(|c| c.name.clone()).collect();
+        if let Err(e) = self
+            .write_config(&in_flight, &name, device_specs(&p.gpus))
+            .await
+        {
             self.metrics.mig_change("error");
             tracing::error!(node, error = %e, "MIG config not written");
             return Some(format!("the MIG config could not be written: {e}"));
@@ -347,11 +352,11 @@ impl Scheduler {
     }
 
     /// Adds a named layout to the mig-parted ConfigMap, and drops
-    /// Partita's layouts no node uses any more. Entries Partita did not
+    /// Partita's layouts no node uses (nor a change `in_flight`) any more. Entries Partita did not
     /// make are left alone.
     async fn write_config(
         &self,
-        mem: &Memory,
+        in_flight: &[String],
         name: &str,
         specs: Vec<MigDeviceSpec>,
     ) -> Result<(), MigError> {
@@ -366,7 +371,7 @@ impl Scheduler {
                 in_use.insert(c.clone());
             }
         }
-        in_use.extend(mem.changes.values().map(|c| c.name.clone()));
+        in_use.extend(in_flight.iter().cloned());
         self.ensure_config_map().await?;
         let (namespace, cm_name) = (
             self.opt.mig_config_namespace.clone(),

@@ -85,7 +85,6 @@ pub struct Snapshot {
     pub placed: HashMap<String, Arc<Assignment>>,
 }
 
-
 /// Why no snapshot could be built (only an inconsistent cluster State).
 #[derive(Debug, thiserror::Error)]
 #[error("snapshot: {0}")]
@@ -305,8 +304,7 @@ fn allocate(s: &mut Snapshot, b: &BoundPod, recorded: bool, headroom: f64) {
         s.busy.insert(a.node.clone());
     }
     if let Err(e) = s.state.allocate(&a) {
-        s.unaccounted
-            .push(format!("{} on {}: {e}", a.task, a.node));
+        s.unaccounted.push(format!("{} on {}: {e}", a.task, a.node));
     }
 }
 
@@ -337,7 +335,10 @@ fn derive_grants(n: &EngineNode, p: &Pod, headroom: f64) -> Option<Vec<Grant>> {
         Kind::MigProfile | Kind::MemoryProfile => {
             for g in n.gpus().iter().filter(|g| g.mig()) {
                 let profile = if d.kind == Kind::MemoryProfile {
-                    match g.model().profile_for(d.peak_memory_mib, d.compute, headroom) {
+                    match g
+                        .model()
+                        .profile_for(d.peak_memory_mib, d.compute, headroom)
+                    {
                         Ok(p) => p.name.to_string(),
                         Err(_) => continue,
                     }

@@ -1,0 +1,325 @@
+//! The Rust scheduler's loop against a real kube-apiserver: fake GPU nodes
+//! as the NVIDIA device plugin and GPU Feature Discovery describe them
+//! (go/test/integration/kubetest/nodes.go), pods for scheduler "partita",
+//! and the Scheduler run in-process. Pods get bound with their devices in
+//! annotations; a gang (PodGroup) binds all or nothing. The full Go
+//! integration suite is ported elsewhere; this proves the loop works.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
+use partita::k8s::events::Events;
+use partita::k8s::metrics::Metrics;
+use partita::k8s::resources::{PodGroup, PodGroupPhase, PodGroupSpec, Queue};
+use partita::k8s::scheduler::{Options, Scheduler};
+use serde_json::json;
+
+async fn install_crds(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in [Queue::crd(), PodGroup::crd()] {
+        match crds.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("creating {}: {e}", crd.name_any()),
+        }
+        wait_for(Duration::from_secs(30), "CRD established", || async {
+            let got = crds.get(&crd.name_any()).await.ok()?;
+            got.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+        })
+        .await;
+    }
+}
+
+/// Polls `f` until it gives a value, or panics naming `what`.
+async fn wait_for<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A Ready node with `gpus` whole H100 80GB GPUs, with the capacity and
+/// labels the device plugin and GFD publish (kubetest.NewGPUNode).
+fn gpu_node(name: &str, gpus: u32) -> Node {
+    let res =
+        json!({"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()});
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name,
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": gpus.to_string(),
+            "nvidia.com/gpu.memory": "81559",
+            "nvidia.com/mig.capable": "true",
+        }},
+        "status": {
+            "capacity": res,
+            "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
+    }))
+    .unwrap()
+}
+
+/// A node under the GPU Operator's mixed MIG strategy with one MIG GPU
+/// advertising `count` instances of `profile` (kubetest.NewMIGNode).
+fn mig_node(name: &str, profile: &str, count: u32) -> Node {
+    let mut n = gpu_node(name, 0);
+    let labels = n.metadata.labels.get_or_insert_default();
+    labels.insert("nvidia.com/mig.strategy".into(), "mixed".into());
+    labels.insert("nvidia.com/gpu.count".into(), "1".into());
+    labels.insert(format!("nvidia.com/mig-{profile}.count"), count.to_string());
+    let status = n.status.get_or_insert_default();
+    let q = k8s_openapi::apimachinery::pkg::api::resource::Quantity(count.to_string());
+    for res in [&mut status.capacity, &mut status.allocatable] {
+        res.get_or_insert_default()
+            .insert(format!("nvidia.com/mig-{profile}"), q.clone());
+    }
+    n
+}
+
+/// Creates a node with its status, and lifts the not-ready taint the API
+/// server may put on a new node (the node lifecycle controller's job).
+async fn create_node(client: &kube::Client, n: Node) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut got = nodes.create(&PostParams::default(), &n).await.unwrap();
+    let taints = got
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
+    let keep: Vec<_> = taints
+        .iter()
+        .filter(|t| t.key != "node.kubernetes.io/not-ready")
+        .cloned()
+        .collect();
+    if keep.len() != taints.len() {
+        got.spec.get_or_insert_default().taints = Some(keep);
+        nodes
+            .replace(&n.name_any(), &PostParams::default(), &got)
+            .await
+            .unwrap();
+    }
+}
+
+/// A pod for Partita in namespace default asking for `gpus` whole GPUs,
+/// or for one MIG instance of a profile.
+async fn create_pod(pods: &Api<Pod>, name: &str, gpus: u32, group: Option<&str>) {
+    create_pod_asking(pods, name, "nvidia.com/gpu", gpus, group).await
+}
+
+async fn create_pod_asking(
+    pods: &Api<Pod>,
+    name: &str,
+    resource: &str,
+    count: u32,
+    group: Option<&str>,
+) {
+    let mut labels = BTreeMap::new();
+    if let Some(g) = group {
+        labels.insert("partita.dev/pod-group", g);
+    }
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {
+            "schedulerName": "partita",
+            "containers": [{
+                "name": "main",
+                "image": "example.invalid/work",
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi"},
+                    "limits": {resource: count.to_string()},
+                },
+            }],
+        },
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &p).await.unwrap();
+}
+
+fn node_of(p: &Pod) -> Option<&str> {
+    p.spec.as_ref()?.node_name.as_deref()
+}
+
+fn annotation<'a>(p: &'a Pod, key: &str) -> &'a str {
+    p.annotations()
+        .get(key)
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+/// Waits until every named pod is bound; returns them.
+async fn wait_bound(pods: &Api<Pod>, names: &[&str]) -> BTreeMap<String, Pod> {
+    wait_for(
+        Duration::from_secs(30),
+        &format!("{names:?} bound"),
+        || async {
+            let mut out = BTreeMap::new();
+            for n in names {
+                let p = pods.get(n).await.ok()?;
+                node_of(&p)?;
+                out.insert(n.to_string(), p);
+            }
+            Some(out)
+        },
+    )
+    .await
+}
+
+/// Checks that none of the named pods gets bound for `d`.
+async fn stay_pending(pods: &Api<Pod>, d: Duration, names: &[&str]) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        for n in names {
+            let p = pods.get(n).await.unwrap();
+            assert_eq!(node_of(&p), None, "{n} was bound");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduler_binds_pods_with_devices_and_gangs_all_or_nothing() {
+    let Some(h) = support::kube::harness() else {
+        return;
+    };
+    let client = support::kube::client(h).await;
+    install_crds(&client).await;
+    create_node(&client, gpu_node("gpu-0", 4)).await;
+    create_node(&client, gpu_node("gpu-1", 4)).await;
+    create_node(&client, mig_node("mig-0", "1g.10gb", 7)).await;
+
+    let metrics = Arc::new(Metrics::new());
+    let opt = Options {
+        interval: Duration::from_millis(100),
+        reconfig_cooldown: Duration::from_secs(1),
+        grace: Duration::from_secs(1),
+        mig_config_namespace: "default".into(),
+        ..Options::default()
+    };
+    let (events, _writer) = Events::start(client.clone(), "partita", 50.0, 100, metrics.clone());
+    let s = Arc::new(Scheduler::new(client.clone(), opt, metrics.clone(), events).unwrap());
+    tokio::time::timeout(Duration::from_secs(30), s.start())
+        .await
+        .expect("reflectors synced within 30 s")
+        .unwrap();
+    assert!(s.ready());
+    assert_eq!(s.nodes().len(), 3, "the webhook's view of the nodes");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.run(async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+
+    // Single pods: bound, each with its own GPUs in the annotations.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    create_pod(&pods, "train-a", 2, None).await;
+    create_pod(&pods, "train-b", 1, None).await;
+    let bound = wait_bound(&pods, &["train-a", "train-b"]).await;
+    let mut used = BTreeMap::new();
+    for (name, want) in [("train-a", 2), ("train-b", 1)] {
+        let p = &bound[name];
+        let node = node_of(p).unwrap();
+        let gpus: Vec<&str> = annotation(p, "partita.dev/gpus").split(',').collect();
+        assert_eq!(gpus.len(), want, "{name}: GPUs {gpus:?}");
+        for g in gpus {
+            assert!(
+                used.insert((node.to_string(), g.to_string()), name)
+                    .is_none(),
+                "GPU {g} of {node} given twice"
+            );
+        }
+        assert_eq!(
+            annotation(p, "partita.dev/job"),
+            format!("pod:default/{name}")
+        );
+    }
+
+    // A MIG instance: on the MIG node, with its place in the annotation.
+    create_pod_asking(&pods, "infer", "nvidia.com/mig-1g.10gb", 1, None).await;
+    let bound = wait_bound(&pods, &["infer"]).await;
+    assert_eq!(node_of(&bound["infer"]), Some("mig-0"));
+    let slice = annotation(&bound["infer"], "partita.dev/mig-slice");
+    assert!(slice.starts_with("0:1g.10gb@"), "mig-slice {slice:?}");
+    // The mig-parted ConfigMap was made for later MIG changes.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    let cm = cms.get("partita-mig-parted").await.unwrap();
+    let text = &cm.data.unwrap_or_default()["config.yaml"];
+    assert!(text.contains("all-disabled"), "{text}");
+
+    // A gang of two 4-GPU pods: one pod alone is not started, though a
+    // node has room for it.
+    let groups: Api<PodGroup> = Api::namespaced(client.clone(), "default");
+    let pg = PodGroup::new(
+        "big",
+        PodGroupSpec {
+            min_member: 2,
+            queue: None,
+        },
+    );
+    groups.create(&PostParams::default(), &pg).await.unwrap();
+    for name in ["train-a", "train-b"] {
+        pods.delete(name, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    }
+    create_pod(&pods, "big-0", 4, Some("big")).await;
+    stay_pending(&pods, Duration::from_millis(1500), &["big-0"]).await;
+
+    // The second member arrives: both start, on different nodes, with all
+    // four GPUs each.
+    create_pod(&pods, "big-1", 4, Some("big")).await;
+    let bound = wait_bound(&pods, &["big-0", "big-1"]).await;
+    assert_ne!(node_of(&bound["big-0"]), node_of(&bound["big-1"]));
+    for p in bound.values() {
+        assert_eq!(annotation(p, "partita.dev/gpus"), "0,1,2,3");
+        assert_eq!(annotation(p, "partita.dev/job"), "group:default/big");
+    }
+
+    // The status task writes the gang's progress (every 5 s).
+    wait_for(
+        Duration::from_secs(20),
+        "PodGroup status Running",
+        || async {
+            let st = groups.get("big").await.ok()?.status?;
+            (st.phase == Some(PodGroupPhase::Running) && st.scheduled == Some(2)).then_some(())
+        },
+    )
+    .await;
+
+    // The cycle's metrics count the binds.
+    let text = metrics.encode();
+    assert!(
+        text.contains("partita_kube_binds_total{result=\"ok\"} 5"),
+        "{text}"
+    );
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the scheduler stopped within 10 s")
+        .unwrap();
+}
