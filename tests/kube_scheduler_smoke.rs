@@ -11,12 +11,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use partita::k8s::events::Events;
 use partita::k8s::metrics::Metrics;
+use partita::k8s::migconfig::{expand_specs, parse_mig_parted};
+use partita::k8s::names::{LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE};
 use partita::k8s::resources::{PodGroup, PodGroupPhase, PodGroupSpec, Queue};
 use partita::k8s::scheduler::{Options, Scheduler};
 use serde_json::json;
@@ -94,6 +96,82 @@ fn mig_node(name: &str, profile: &str, count: u32) -> Node {
             .insert(format!("nvidia.com/mig-{profile}"), q.clone());
     }
     n
+}
+
+/// Plays the GPU Operator's MIG manager and device plugin (the Go
+/// suite's fakeMIGManager): when a node's nvidia.com/mig.config.state is
+/// pending, it reads the named config from the mig-parted ConfigMap,
+/// reports success, and a moment later advertises the new instances in
+/// the node's capacity. Returns the changes applied ("node=config").
+fn mig_manager(client: kube::Client, namespace: &str) -> Arc<std::sync::Mutex<Vec<String>>> {
+    let applied = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let out = applied.clone();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let nodes: Api<Node> = Api::all(client);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let Ok(list) = nodes.list(&Default::default()).await else {
+                continue;
+            };
+            for n in list {
+                let labels = n.labels().clone();
+                if labels.get(LABEL_MIG_CONFIG_STATE).map(String::as_str) != Some("pending") {
+                    continue;
+                }
+                let name = labels[LABEL_MIG_CONFIG].clone();
+                let cm = cms.get("partita-mig-parted").await.unwrap();
+                let text = cm.data.unwrap_or_default()["config.yaml"].clone();
+                let c = parse_mig_parted(text.as_bytes()).unwrap();
+                let total: usize = labels["nvidia.com/gpu.count"].parse().unwrap();
+                let (gpus, _) = expand_specs(&c.mig_configs[&name], total).unwrap();
+                let patch = json!({"metadata": {"labels": {LABEL_MIG_CONFIG_STATE: "success"}}});
+                nodes
+                    .patch(
+                        &n.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let mut res = serde_json::Map::new();
+                for r in n
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.capacity.as_ref())
+                    .into_iter()
+                    .flatten()
+                {
+                    if r.0.starts_with("nvidia.com/mig-") {
+                        res.insert(r.0.clone(), serde_json::Value::Null);
+                    }
+                }
+                let whole = gpus.iter().filter(|g| !g.mig).count();
+                res.insert("nvidia.com/gpu".into(), json!(whole.to_string()));
+                let mut counts = BTreeMap::<String, i64>::new();
+                for g in gpus.iter().filter(|g| g.mig) {
+                    for (p, c) in &g.counts {
+                        *counts.entry(p.clone()).or_default() += c;
+                    }
+                }
+                for (p, c) in counts {
+                    res.insert(format!("nvidia.com/mig-{p}"), json!(c.to_string()));
+                }
+                let status = json!({"status": {"capacity": res, "allocatable": res}});
+                nodes
+                    .patch_status(
+                        &n.name_any(),
+                        &PatchParams::default(),
+                        &Patch::Merge(&status),
+                    )
+                    .await
+                    .unwrap();
+                out.lock().unwrap().push(format!("{}={name}", n.name_any()));
+            }
+        }
+    });
+    applied
 }
 
 /// Creates a node with its status, and lifts the not-ready taint the API
@@ -300,6 +378,37 @@ async fn the_scheduler_binds_pods_with_devices_and_gangs_all_or_nothing() {
         assert_eq!(annotation(p, "partita.dev/job"), "group:default/big");
     }
 
+    // A profile no GPU has: Partita writes a layout into the mig-parted
+    // ConfigMap, points the label of the idle MIG node at it (not the busy
+    // one's: the MIG manager would stop its pod), waits for the MIG
+    // manager and the device plugin, and binds the pod to the new
+    // instance.
+    let applied = mig_manager(client.clone(), "default");
+    let mut idle = mig_node("mig-1", "1g.10gb", 7);
+    let labels = idle.metadata.labels.get_or_insert_default();
+    labels.insert(LABEL_MIG_CONFIG.into(), "all-1g.10gb".into());
+    labels.insert(LABEL_MIG_CONFIG_STATE.into(), "success".into());
+    create_node(&client, idle).await;
+    create_pod_asking(&pods, "llm", "nvidia.com/mig-3g.40gb", 1, None).await;
+    let bound = wait_bound(&pods, &["llm"]).await;
+    assert_eq!(node_of(&bound["llm"]), Some("mig-1"));
+    let slice = annotation(&bound["llm"], "partita.dev/mig-slice");
+    assert!(slice.starts_with("0:3g.40gb@"), "mig-slice {slice:?}");
+    let changes = applied.lock().unwrap().clone();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let name = changes[0]
+        .strip_prefix("mig-1=")
+        .unwrap_or_else(|| panic!("MIG changes {changes:?}, want one on mig-1"));
+    assert!(name.starts_with("partita-"), "{name}");
+    let cm = cms.get("partita-mig-parted").await.unwrap();
+    let c = parse_mig_parted(cm.data.unwrap_or_default()["config.yaml"].as_bytes()).unwrap();
+    let (gpus, _) = expand_specs(&c.mig_configs[name], 1).unwrap();
+    assert!(
+        gpus[0].mig && gpus[0].counts.get("3g.40gb") == Some(&1),
+        "{gpus:?}"
+    );
+    assert!(c.mig_configs.contains_key("all-disabled"));
+
     // The status task writes the gang's progress (every 5 s).
     wait_for(
         Duration::from_secs(20),
@@ -314,7 +423,11 @@ async fn the_scheduler_binds_pods_with_devices_and_gangs_all_or_nothing() {
     // The cycle's metrics count the binds.
     let text = metrics.encode();
     assert!(
-        text.contains("partita_kube_binds_total{result=\"ok\"} 5"),
+        text.contains("partita_kube_mig_changes_total{result=\"ok\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("partita_kube_binds_total{result=\"ok\"} 6"),
         "{text}"
     );
     let _ = stop.send(());
