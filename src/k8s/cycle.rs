@@ -40,7 +40,7 @@ pub(crate) fn node_name(p: &Pod) -> &str {
         .unwrap_or_default()
 }
 
-fn scheduler_name(p: &Pod) -> &str {
+fn pod_scheduler(p: &Pod) -> &str {
     p.spec
         .as_ref()
         .and_then(|s| s.scheduler_name.as_deref())
@@ -62,7 +62,13 @@ impl Scheduler {
         let began = Instant::now();
         let mut mem = self.memory.lock().await;
         let mut obj = self.objects(&mut mem, began);
-        self.confirm_pod_groups(&mut mem, &mut obj).await;
+        confirm_pod_groups(
+            &self.client,
+            &self.opt.scheduler_name,
+            &mut mem.no_group,
+            &mut obj,
+        )
+        .await;
         let snap = build_snapshot(&obj, &self.snapshot_options(&mem))?;
         mem.placed = snap.placed.clone();
         for u in &snap.unaccounted {
@@ -169,85 +175,6 @@ impl Scheduler {
         obj
     }
 
-    /// Asks the API server for the PodGroup of each gang with pending pods
-    /// that the store does not hold and whose pods do not give the size
-    /// (partita.dev/min-member): such a gang is one pod at a time, and a
-    /// PodGroup created just before its pods may not have reached the
-    /// reflector yet (the gang's 4-GPU pods were bound one by one in a
-    /// test run of the Go build on a loaded machine). A PodGroup the
-    /// server does not have either is not asked for again while the gang
-    /// has pods.
-    async fn confirm_pod_groups(&self, mem: &mut Memory, obj: &mut Objects) {
-        let known: HashSet<String> = obj
-            .pod_groups
-            .iter()
-            .map(|pg| {
-                format!(
-                    "{}/{}",
-                    pg.metadata.namespace.as_deref().unwrap_or_default(),
-                    pg.metadata.name.as_deref().unwrap_or_default()
-                )
-            })
-            .collect();
-        let mut sized = HashSet::new();
-        let mut pending = BTreeSet::new();
-        for p in &obj.pods {
-            let g = group_name(p);
-            if g.is_empty() || scheduler_name(p) != self.opt.scheduler_name {
-                continue;
-            }
-            let key = format!(
-                "{}/{g}",
-                p.metadata.namespace.as_deref().unwrap_or_default()
-            );
-            let sized_by_pod = p
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(ANNOTATION_MIN_MEMBER));
-            if sized_by_pod {
-                sized.insert(key.clone());
-            }
-            if node_name(p).is_empty() {
-                pending.insert(key);
-            }
-        }
-        mem.no_group
-            .retain(|key| pending.contains(key) && !known.contains(key));
-        let mut unread = HashSet::new();
-        for key in &pending {
-            if known.contains(key) || sized.contains(key) || mem.no_group.contains(key) {
-                continue;
-            }
-            let Some((ns, name)) = key.split_once('/') else {
-                continue;
-            };
-            let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
-            match api.get_opt(name).await {
-                Ok(None) => {
-                    mem.no_group.insert(key.clone());
-                }
-                Ok(Some(pg)) => obj.pod_groups.push(Arc::new(pg)),
-                Err(e) => {
-                    // Unknown size: the gang's pending pods sit this cycle
-                    // out rather than be placed one by one.
-                    tracing::warn!(podgroup = %key, error = %e, "PodGroup not read");
-                    unread.insert(key.clone());
-                }
-            }
-        }
-        if !unread.is_empty() {
-            obj.pods.retain(|p| {
-                let key = format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or_default(),
-                    group_name(p)
-                );
-                !(node_name(p).is_empty() && unread.contains(&key))
-            });
-        }
-    }
-
     /// The snapshot's view of the scheduler's settings and memory.
     fn snapshot_options(&self, mem: &Memory) -> SnapshotOptions {
         let acted = self.lock_acted();
@@ -323,6 +250,89 @@ impl Scheduler {
             }
         }
         self.metrics.pending_pods.set(pending);
+    }
+}
+
+/// Asks the API server for the PodGroup of each gang with pending pods
+/// that the store does not hold and whose pods do not give the size
+/// (partita.dev/min-member): such a gang is one pod at a time, and a
+/// PodGroup created just before its pods may not have reached the
+/// reflector yet (the gang's 4-GPU pods were bound one by one in a
+/// test run of the Go build on a loaded machine). A PodGroup the
+/// server does not have either is not asked for again while the gang
+/// has pods.
+pub(crate) async fn confirm_pod_groups(
+    client: &kube::Client,
+    scheduler_name: &str,
+    no_group: &mut BTreeSet<String>,
+    obj: &mut Objects,
+) {
+    let known: HashSet<String> = obj
+        .pod_groups
+        .iter()
+        .map(|pg| {
+            format!(
+                "{}/{}",
+                pg.metadata.namespace.as_deref().unwrap_or_default(),
+                pg.metadata.name.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    let mut sized = HashSet::new();
+    let mut pending = BTreeSet::new();
+    for p in &obj.pods {
+        let g = group_name(p);
+        if g.is_empty() || pod_scheduler(p) != scheduler_name {
+            continue;
+        }
+        let key = format!(
+            "{}/{g}",
+            p.metadata.namespace.as_deref().unwrap_or_default()
+        );
+        let sized_by_pod = p
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(ANNOTATION_MIN_MEMBER));
+        if sized_by_pod {
+            sized.insert(key.clone());
+        }
+        if node_name(p).is_empty() {
+            pending.insert(key);
+        }
+    }
+    no_group.retain(|key| pending.contains(key) && !known.contains(key));
+    let mut unread = HashSet::new();
+    for key in &pending {
+        if known.contains(key) || sized.contains(key) || no_group.contains(key) {
+            continue;
+        }
+        let Some((ns, name)) = key.split_once('/') else {
+            continue;
+        };
+        let api: Api<PodGroup> = Api::namespaced(client.clone(), ns);
+        match api.get_opt(name).await {
+            Ok(None) => {
+                no_group.insert(key.clone());
+            }
+            Ok(Some(pg)) => obj.pod_groups.push(Arc::new(pg)),
+            Err(e) => {
+                // Unknown size: the gang's pending pods sit this cycle
+                // out rather than be placed one by one.
+                tracing::warn!(podgroup = %key, error = %e, "PodGroup not read");
+                unread.insert(key.clone());
+            }
+        }
+    }
+    if !unread.is_empty() {
+        obj.pods.retain(|p| {
+            let key = format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+                group_name(p)
+            );
+            !(node_name(p).is_empty() && unread.contains(&key))
+        });
     }
 }
 
@@ -497,5 +507,121 @@ mod tests {
         assert_eq!(keys(acted.evicting.keys().collect()), ["u-running"]);
         assert_eq!(keys(mem.changes.keys().collect()), ["n1"]);
         assert_eq!(keys(mem.reasons.keys().collect()), ["u-pending"]);
+    }
+    /// A fake API server for PodGroup GETs: "ns/big" exists (minMember
+    /// 2), others are not found, or every GET fails while `failing`.
+    fn fake_api(
+        gets: Arc<std::sync::atomic::AtomicUsize>,
+        failing: Arc<std::sync::atomic::AtomicBool>,
+    ) -> kube::Client {
+        use axum::http::{Response, StatusCode};
+        use std::sync::atomic::Ordering;
+        let svc = tower::service_fn(move |req: axum::http::Request<kube::client::Body>| {
+            let gets = gets.clone();
+            let failing = failing.clone();
+            async move {
+                let path = req.uri().path().to_string();
+                if req.method() == "GET" {
+                    gets.fetch_add(1, Ordering::SeqCst);
+                }
+                let (status, body) = if failing.load(Ordering::SeqCst) {
+                    (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                            "message": "the server is busy", "reason": "InternalError", "code": 500}),
+                    )
+                } else if path == "/apis/partita.dev/v1alpha1/namespaces/ns/podgroups/big" {
+                    (
+                        StatusCode::OK,
+                        serde_json::json!({"apiVersion": "partita.dev/v1alpha1", "kind": "PodGroup",
+                            "metadata": {"name": "big", "namespace": "ns"}, "spec": {"minMember": 2}}),
+                    )
+                } else {
+                    (
+                        StatusCode::NOT_FOUND,
+                        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                            "message": format!("{path} not found"), "reason": "NotFound", "code": 404}),
+                    )
+                };
+                let body = http_body_util::Full::new(bytes::Bytes::from(body.to_string()));
+                Ok::<_, std::convert::Infallible>(
+                    Response::builder()
+                        .status(status)
+                        .body(body)
+                        .expect("a response"),
+                )
+            }
+        });
+        kube::Client::new(svc, "default")
+    }
+
+    // TestAPodGroupMissingFromTheCacheIsAskedFor: a gang whose PodGroup
+    // the reflector has not delivered yet is sized from the API server,
+    // not taken for pods of one (which would bind them one by one); one
+    // the server does not have either is asked for once.
+    #[tokio::test]
+    async fn a_pod_group_missing_from_the_store_is_asked_for() {
+        use crate::k8s::fixtures::{gpu_node, must_snapshot, pod};
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let gets = Arc::new(AtomicUsize::new(0));
+        let failing = Arc::new(AtomicBool::new(false));
+        let client = fake_api(gets.clone(), failing.clone());
+        let mut no_group = BTreeSet::new();
+        let nodes = vec![gpu_node("n1", 4).obj(), gpu_node("n2", 4).obj()];
+        let mut obj = Objects {
+            nodes: nodes.clone(),
+            pods: vec![
+                pod("big-0").gpus(4).group("big").obj(),
+                pod("big-1").gpus(4).group("big").obj(),
+                pod("solo-0").gpus(1).group("solo").obj(),
+                pod("ann-0")
+                    .gpus(1)
+                    .group("ann")
+                    .ann(ANNOTATION_MIN_MEMBER, "2")
+                    .obj(),
+                pod("plain").gpus(1).obj(),
+            ],
+            ..Objects::default()
+        };
+        confirm_pod_groups(&client, "partita", &mut no_group, &mut obj).await;
+        assert_eq!(obj.pod_groups.len(), 1, "{:?}", obj.pod_groups);
+        assert_eq!(obj.pod_groups[0].metadata.name.as_deref(), Some("big"));
+        assert_eq!(obj.pod_groups[0].spec.min_member, 2);
+        // Asked: big (found) and solo (not found); not ann (sized by its
+        // annotation) nor plain (no gang).
+        assert_eq!(gets.load(Ordering::SeqCst), 2, "GETs: big, solo");
+        let snap = must_snapshot(obj.clone(), SnapshotOptions::default());
+        assert_eq!(snap.held.get("group:ns/big"), None, "big held");
+        let big = snap.jobs.iter().find(|j| j.id() == "group:ns/big");
+        assert_eq!(big.map(|j| j.spec.gang_size), Some(2), "big's gang size");
+
+        // The next cycle: big is in the store now; solo, not found
+        // before, is not asked for again.
+        let mut obj = Objects {
+            nodes: nodes.clone(),
+            pods: obj.pods.clone(),
+            pod_groups: obj.pod_groups.clone(),
+            ..Objects::default()
+        };
+        confirm_pod_groups(&client, "partita", &mut no_group, &mut obj).await;
+        assert_eq!(gets.load(Ordering::SeqCst), 2, "second cycle: still 2 GETs");
+
+        // The server failing: the gang's pending pods sit the cycle out.
+        failing.store(true, Ordering::SeqCst);
+        let mut obj = Objects {
+            nodes,
+            pods: vec![
+                pod("new-0").gpus(4).group("new").obj(),
+                pod("plain-2").gpus(1).obj(),
+            ],
+            ..Objects::default()
+        };
+        confirm_pod_groups(&client, "partita", &mut no_group, &mut obj).await;
+        let names: Vec<&str> = obj
+            .pods
+            .iter()
+            .map(|p| p.metadata.name.as_deref().unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["plain-2"], "pods after a failed read");
     }
 }
