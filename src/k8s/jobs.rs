@@ -18,12 +18,12 @@ use partita_engine::sched::{INVALID_SPEC, Job, Nanos, Phase, Team, WaitReason};
 use partita_engine::workload::{self, Capacity, Class, Task};
 
 use super::names::{
-    ANNOTATION_ESTIMATED_RUNTIME, ANNOTATION_LAST_CHECKPOINT, ANNOTATION_MIN_MEMBER,
-    DEFAULT_QUEUE, LABEL_COSCHEDULING_POD_GROUP, LABEL_POD_GROUP, LABEL_QUEUE,
+    ANNOTATION_ESTIMATED_RUNTIME, ANNOTATION_LAST_CHECKPOINT, ANNOTATION_MIN_MEMBER, DEFAULT_QUEUE,
+    LABEL_COSCHEDULING_POD_GROUP, LABEL_POD_GROUP, LABEL_QUEUE,
 };
 use super::pod::{
-    PodError, annotations_of, check_constraints, class_of, duration_annotation, labels_of,
-    name_of, namespace_of, pod_requests, task_name, task_of, uid_of,
+    PodError, annotations_of, check_constraints, class_of, duration_annotation, labels_of, name_of,
+    namespace_of, pod_requests, task_name, task_of, uid_of,
 };
 use super::resources::{PodGroup, Queue};
 use super::snapshot::{
@@ -142,7 +142,8 @@ pub(crate) fn group_pods(
         .filter(|g| !g.members.is_empty())
         .collect();
     for g in &mut out {
-        g.members.sort_by(|a, b| name_of(&a.pod).cmp(name_of(&b.pod)));
+        g.members
+            .sort_by(|a, b| name_of(&a.pod).cmp(name_of(&b.pod)));
     }
     out
 }
@@ -494,7 +495,9 @@ fn queue_of(
 ) -> (String, Option<String>) {
     let mut name = "";
     for m in &g.members {
-        let q = labels_of(&m.pod).get(LABEL_QUEUE).map_or("", String::as_str);
+        let q = labels_of(&m.pod)
+            .get(LABEL_QUEUE)
+            .map_or("", String::as_str);
         if q.is_empty() {
             continue;
         }
@@ -559,7 +562,10 @@ pub fn start_time(p: &Pod) -> Option<Nanos> {
     if let Some(t) = status.and_then(|s| s.start_time.as_ref()) {
         return Some(engine_time(t.0));
     }
-    for c in status.and_then(|s| s.conditions.as_deref()).unwrap_or_default() {
+    for c in status
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+    {
         if c.type_ == "PodScheduled"
             && c.status == "True"
             && let Some(t) = &c.last_transition_time

@@ -357,7 +357,11 @@ pub(crate) enum Scale {
 
 /// The named quantity of a resource list, 0 when absent (as Go's
 /// ResourceList lookups give a zero Quantity).
-pub(crate) fn quantity_of(list: Option<&BTreeMap<String, Quantity>>, name: &str, scale: Scale) -> i64 {
+pub(crate) fn quantity_of(
+    list: Option<&BTreeMap<String, Quantity>>,
+    name: &str,
+    scale: Scale,
+) -> i64 {
     list.and_then(|l| l.get(name))
         .map_or(0, |q| quantity_value(q, scale))
 }

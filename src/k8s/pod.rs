@@ -366,7 +366,10 @@ pub fn check_constraints(p: &Pod) -> Result<(), PodError> {
         .as_ref()
         .and_then(|s| s.affinity.as_ref())
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref());
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
     if required.is_some() {
         return Err(PodError::RequiredNodeAffinity);
     }
@@ -442,10 +445,7 @@ mod tests {
             ),
             (
                 "two MIG profiles",
-                pod("p")
-                    .mig_profile("1g.10gb")
-                    .mig_profile("2g.20gb")
-                    .pod(),
+                pod("p").mig_profile("1g.10gb").mig_profile("2g.20gb").pod(),
                 Err("2 profiles"),
             ),
             (
@@ -618,7 +618,11 @@ mod tests {
     fn check_constraints_refuses_what_partita_does_not_evaluate() {
         let p = pod("p").node_selector(LABEL_GPU_PRODUCT, "NVIDIA-H100-80GB-HBM3");
         let p = p.pod();
-        assert_eq!(check_constraints(&p), Ok(()), "GPU product selector refused");
+        assert_eq!(
+            check_constraints(&p),
+            Ok(()),
+            "GPU product selector refused"
+        );
         let mut p = p;
         p.spec
             .as_mut()
@@ -651,8 +655,14 @@ mod tests {
     fn duration_annotations_read_go_durations() {
         let ann = |v: &str| BTreeMap::from([("k".to_string(), v.to_string())]);
         assert_eq!(duration_annotation(&BTreeMap::new(), "k"), Ok(0));
-        assert_eq!(duration_annotation(&ann("90m"), "k"), Ok(90 * 60 * 1_000_000_000));
-        assert_eq!(duration_annotation(&ann("1h30m"), "k"), Ok(90 * 60 * 1_000_000_000));
+        assert_eq!(
+            duration_annotation(&ann("90m"), "k"),
+            Ok(90 * 60 * 1_000_000_000)
+        );
+        assert_eq!(
+            duration_annotation(&ann("1h30m"), "k"),
+            Ok(90 * 60 * 1_000_000_000)
+        );
         for bad in ["-1h", "90", "soon", ""] {
             let e = duration_annotation(&ann(bad), "k").unwrap_err();
             assert_eq!(
