@@ -16,3 +16,4 @@ pub mod node;
 pub mod pod;
 pub mod resources;
 pub mod snapshot;
+pub mod webhook;
