@@ -578,3 +578,242 @@ pub fn start_time(p: &Pod) -> Option<Nanos> {
         .as_ref()
         .map(|t| engine_time(t.0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::fixtures::{gpu_node, must_snapshot, pod, pod_group, queue};
+    use crate::k8s::names::{ANNOTATION_GPU_MEMORY, ANNOTATION_GPUS};
+    use crate::k8s::resources::QueueSpec;
+    use k8s_openapi::api::core::v1::PodCondition;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn ids(jobs: &[Job]) -> Vec<&str> {
+        jobs.iter().map(Job::id).collect()
+    }
+
+    #[test]
+    fn group_names_and_job_ids() {
+        let p = pod("p").obj();
+        assert_eq!((group_name(&p), job_id(&p).as_str()), ("", "pod:ns/p"));
+        let p = pod("p").group("g").obj();
+        assert_eq!((group_name(&p), job_id(&p).as_str()), ("g", "group:ns/g"));
+        let p = pod("p").label(LABEL_COSCHEDULING_POD_GROUP, "c").obj();
+        assert_eq!(job_id(&p), "group:ns/c");
+        // Partita's label wins; an empty one does not count.
+        let p = pod("p")
+            .group("g")
+            .label(LABEL_COSCHEDULING_POD_GROUP, "c")
+            .obj();
+        assert_eq!(group_name(&p), "g");
+        let p = pod("p")
+            .group("")
+            .label(LABEL_COSCHEDULING_POD_GROUP, "c")
+            .obj();
+        assert_eq!(group_name(&p), "c");
+    }
+
+    // TestAPodGroupMissingFromTheCacheIsAskedFor, its snapshot: a gang
+    // sized by its PodGroup is one job of that size; a group without
+    // PodGroup nor annotation is a gang of one; one sized by annotation
+    // waits for its pods. (Asking the API server for a PodGroup missing
+    // from the cache is the scheduler's.)
+    #[test]
+    fn pod_groups_size_gangs() {
+        let obj = Objects {
+            nodes: vec![gpu_node("n1", 4).obj(), gpu_node("n2", 4).obj()],
+            pods: vec![
+                pod("big-0").gpus(4).group("big").obj(),
+                pod("big-1").gpus(4).group("big").obj(),
+                pod("solo-0").gpus(1).group("solo").obj(),
+                pod("ann-0")
+                    .gpus(1)
+                    .group("ann")
+                    .ann(ANNOTATION_MIN_MEMBER, "2")
+                    .obj(),
+                pod("plain").gpus(1).obj(),
+            ],
+            pod_groups: vec![pod_group("big", 2, "")],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        assert_eq!(
+            ids(&s.jobs),
+            ["group:ns/big", "group:ns/solo", "pod:ns/plain"]
+        );
+        let gangs: Vec<i32> = s.jobs.iter().map(|j| j.spec.gang_size).collect();
+        assert_eq!(gangs, [2, 1, 1]);
+        assert_eq!(
+            s.held.get("group:ns/ann").map(String::as_str),
+            Some("gang: 1 of 2 pods exist")
+        );
+        // The gang's tasks are its pods in name order.
+        let tasks: Vec<&str> = s.jobs[0]
+            .spec
+            .tasks
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(tasks, ["ns/big-0", "ns/big-1"]);
+        let pods: Vec<&str> = s.job_pods["group:ns/big"]
+            .iter()
+            .map(|p| name_of(p))
+            .collect();
+        assert_eq!(pods, ["big-0", "big-1"]);
+    }
+
+    // Why a group waits outside the engine, in the Go build's words.
+    #[test]
+    fn held_reasons() {
+        let cases: Vec<(&str, Vec<Arc<Pod>>, Vec<Arc<PodGroup>>, &str)> = vec![
+            (
+                "a bad min-member annotation",
+                vec![
+                    pod("w0")
+                        .gpus(1)
+                        .group("g")
+                        .ann(ANNOTATION_MIN_MEMBER, "two")
+                        .obj(),
+                ],
+                vec![],
+                r#"pod w0: annotation partita.dev/min-member="two": want a whole number of pods, at least 1"#,
+            ),
+            (
+                "an invalid PodGroup",
+                vec![pod("w0").gpus(1).group("g").obj()],
+                vec![pod_group("g", 0, "")],
+                "podgroup ns/g: spec.minMember 0 must be at least 1",
+            ),
+            (
+                "two queues",
+                vec![
+                    pod("w0").gpus(1).group("g").queue("a").obj(),
+                    pod("w1").gpus(1).group("g").queue("b").obj(),
+                ],
+                vec![],
+                "the group's pods name two queues, a and b",
+            ),
+            (
+                "the PodGroup's queue",
+                vec![pod("w0").gpus(1).group("g").obj()],
+                vec![pod_group("g", 1, "nope")],
+                r#"queue "nope" does not exist (or is invalid)"#,
+            ),
+            (
+                "a pod's error",
+                vec![pod("w0").group("g").ann(ANNOTATION_GPU_MEMORY, "-1").obj()],
+                vec![],
+                r#"pod w0: annotation partita.dev/gpu-memory="-1": must be positive"#,
+            ),
+            (
+                "more GPUs than any node",
+                vec![pod("p").gpus(9).obj()],
+                vec![],
+                "invalid: can never run on this cluster: job pod:ns/p: task ns/p: asks for 9 GPUs but the largest node has 8 (H100-80GB)",
+            ),
+        ];
+        for (name, pods, pod_groups, want) in cases {
+            let obj = Objects {
+                nodes: vec![gpu_node("a", 8).obj()],
+                pods,
+                pod_groups,
+                ..Objects::default()
+            };
+            let s = must_snapshot(obj, SnapshotOptions::default());
+            let held: Vec<&str> = s.held.values().map(String::as_str).collect();
+            assert_eq!(held, [want], "{name}");
+            assert!(s.jobs.is_empty(), "{name}");
+        }
+    }
+
+    // A running job's start, checkpoint and estimate come from its pods.
+    #[test]
+    fn start_checkpoint_and_estimate() {
+        let at = |s: i64| Time(jiff::Timestamp::from_second(s).unwrap());
+        let mut started = pod("w0")
+            .gpus(1)
+            .group("g")
+            .on("a", &[(ANNOTATION_GPUS, "0")])
+            .ann(ANNOTATION_LAST_CHECKPOINT, "2026-01-02T00:00:00Z")
+            .ann(ANNOTATION_ESTIMATED_RUNTIME, "2h")
+            .pod();
+        started.status.as_mut().unwrap().start_time = Some(at(1_767_300_000));
+        let mut scheduled = pod("w1")
+            .gpus(1)
+            .group("g")
+            .on("a", &[(ANNOTATION_GPUS, "1")])
+            .ann(ANNOTATION_ESTIMATED_RUNTIME, "bad")
+            .pod();
+        scheduled.status.as_mut().unwrap().conditions = Some(vec![PodCondition {
+            type_: "PodScheduled".to_string(),
+            status: "True".to_string(),
+            last_transition_time: Some(at(1_767_250_000)),
+            ..PodCondition::default()
+        }]);
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods: vec![Arc::new(started), Arc::new(scheduled)],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        let j = &s.jobs[0];
+        let sec = 1_000_000_000;
+        assert_eq!(j.phase, Phase::Running);
+        assert_eq!(j.started, 1_767_250_000 * sec, "the earlier of the two");
+        assert_eq!(
+            j.checkpoint,
+            1_767_312_000 * sec,
+            "the checkpoint annotation"
+        );
+        assert_eq!(j.estimate, 2 * 3600 * sec);
+        assert!(j.submitted > 1_767_225_600 * sec);
+        assert!(j.complete());
+    }
+
+    // A pending pod being deleted is no job; a bound one is terminating.
+    #[test]
+    fn deleted_pending_pods_are_dropped() {
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods: vec![pod("gone").gpus(1).deleting().obj()],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        assert!(s.jobs.is_empty() && s.held.is_empty() && s.job_pods.is_empty());
+    }
+
+    #[test]
+    fn queue_validation_is_the_crds() {
+        let spec = |g, b, w| QueueSpec {
+            team: "t".to_string(),
+            guaranteed_gpus: g,
+            burst_gpus: b,
+            weight: w,
+            allowed_priority_classes: vec![],
+        };
+        for (s, want) in [
+            (spec(2, None, None), Ok(())),
+            (spec(2, Some(0), Some(1.5)), Ok(())),
+            (
+                spec(-1, None, None),
+                Err("queue q: spec.guaranteedGPUs -1 is negative"),
+            ),
+            (
+                spec(0, Some(-2), None),
+                Err("queue q: spec.burstGPUs -2 is negative"),
+            ),
+            (
+                spec(4, Some(2), None),
+                Err("queue q: spec.burstGPUs 2 is below spec.guaranteedGPUs 4"),
+            ),
+            (
+                spec(1, None, Some(-0.5)),
+                Err("queue q: spec.weight -0.5 is negative"),
+            ),
+        ] {
+            assert_eq!(validate_queue(&queue("q", s)), want.map_err(str::to_string));
+        }
+        let t = team_of(&queue("q", spec(2, None, Some(f64::NAN))));
+        assert_eq!((t.guarantee, t.burst, t.weight), (2000, 2000, 1.0));
+    }
+}

@@ -21,3 +21,4 @@ pub mod resources;
 pub mod scheduler;
 pub mod snapshot;
 pub mod status;
+pub mod webhook;

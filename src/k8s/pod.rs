@@ -21,7 +21,7 @@ use super::names::{
     ANNOTATION_GPU_COMPUTE, ANNOTATION_GPU_MEMORY, LABEL_GPU_PRODUCT, RESOURCE_GPU,
     RESOURCE_MIG_PREFIX,
 };
-use super::node::{Scale, parse_quantity, quantity_of};
+use super::node::{Scale, parse_quantity, quantity_of, quantity_value};
 
 /// A pod's spec.priority (resolved by the API server from its
 /// PriorityClass) at or above this is production: serving, which preempts
@@ -223,48 +223,49 @@ impl GpuResources {
 /// per profile (limits, which equal requests for extended resources;
 /// requests when no limit is set).
 pub fn gpu_resources(p: &Pod) -> GpuResources {
-    /// Calls `into` with every device resource of the container.
-    fn add(c: &Container, into: &mut dyn FnMut(&str, i64)) {
-        let r = c.resources.as_ref();
-        let limits = r.and_then(|r| r.limits.as_ref());
-        for (name, q) in limits.into_iter().flatten() {
-            into(name, value(q));
-        }
-        for (name, q) in r.and_then(|r| r.requests.as_ref()).into_iter().flatten() {
-            if !limits.is_some_and(|l| l.contains_key(name)) {
-                into(name, value(q));
-            }
-        }
-    }
-    fn value(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
-        super::node::quantity_value(q, Scale::One)
-    }
-    /// Adds one resource to a whole count and a per-profile count.
-    fn sum(whole: &mut i64, mig: &mut BTreeMap<String, i64>, name: &str, v: i64) {
-        if name == RESOURCE_GPU {
-            *whole = whole.saturating_add(v);
-        } else if let Some(profile) = name.strip_prefix(RESOURCE_MIG_PREFIX) {
-            let n = mig.entry(profile.to_string()).or_insert(0);
-            *n = n.saturating_add(v);
-        }
-    }
     let mut out = GpuResources::default();
     for c in containers(p) {
-        add(c, &mut |name, v| sum(&mut out.whole, &mut out.mig, name, v));
+        let d = container_devices(c);
+        out.whole = out.whole.saturating_add(d.whole);
+        for (k, v) in d.mig {
+            let n = out.mig.entry(k).or_insert(0);
+            *n = n.saturating_add(v);
+        }
     }
     // Init containers run before the containers and release their
     // devices; the pod needs the larger of the two.
     for c in init_containers(p) {
-        let mut w = 0i64;
-        let mut m = BTreeMap::new();
-        add(c, &mut |name, v| sum(&mut w, &mut m, name, v));
-        out.whole = out.whole.max(w);
-        for (k, v) in m {
+        let d = container_devices(c);
+        out.whole = out.whole.max(d.whole);
+        for (k, v) in d.mig {
             let n = out.mig.entry(k).or_insert(0);
             *n = (*n).max(v);
         }
     }
     out.mig.retain(|_, v| *v != 0);
+    out
+}
+
+/// The NVIDIA resources one container asks for: its limits, and its
+/// requests of resources without a limit.
+fn container_devices(c: &Container) -> GpuResources {
+    let r = c.resources.as_ref();
+    let limits = r.and_then(|r| r.limits.as_ref());
+    let requests = r.and_then(|r| r.requests.as_ref());
+    let unlimited = requests
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| !limits.is_some_and(|l| l.contains_key(*name)));
+    let mut out = GpuResources::default();
+    for (name, q) in limits.into_iter().flatten().chain(unlimited) {
+        let v = quantity_value(q, Scale::One);
+        if name == RESOURCE_GPU {
+            out.whole = out.whole.saturating_add(v);
+        } else if let Some(profile) = name.strip_prefix(RESOURCE_MIG_PREFIX) {
+            let n = out.mig.entry(profile.to_string()).or_insert(0);
+            *n = n.saturating_add(v);
+        }
+    }
     out
 }
 

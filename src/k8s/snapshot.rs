@@ -514,3 +514,700 @@ fn pending_demand(groups: &[Group], headroom: f64) -> (BTreeMap<String, BTreeSet
     }
     (profiles, whole)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::fixtures::{gpu_node, must_snapshot, pod, pod_group, queue};
+    use crate::k8s::names::{
+        ANNOTATION_GPU_MEMORY, ANNOTATION_GPUS, ANNOTATION_MIG_SLICE, ANNOTATION_MIN_MEMBER,
+        LABEL_COSCHEDULING_POD_GROUP, LABEL_GPU_PRODUCT,
+    };
+    use crate::k8s::resources::QueueSpec;
+    use partita_engine::random::Rand;
+    use partita_engine::sched::{self, Input, Phase, Scheduler};
+
+    fn ids(jobs: &[Job]) -> Vec<&str> {
+        jobs.iter().map(Job::id).collect()
+    }
+
+    // TestSnapshotAccountsBoundPods.
+    #[test]
+    fn snapshot_accounts_bound_pods() {
+        let obj = Objects {
+            nodes: vec![
+                gpu_node("a", 4).obj(),
+                gpu_node("m", 1).mig(1, &[("1g.10gb", 7)]).obj(),
+            ],
+            pods: vec![
+                // Partita's, with the devices it recorded.
+                pod("train")
+                    .gpus(2)
+                    .on("a", &[(ANNOTATION_GPUS, "2,3")])
+                    .obj(),
+                // Another scheduler's, without annotations: derived.
+                pod("other")
+                    .gpus(1)
+                    .scheduler("default-scheduler")
+                    .on("a", &[])
+                    .obj(),
+                pod("infer")
+                    .mig_profile("1g.10gb")
+                    .on("m", &[(ANNOTATION_MIG_SLICE, "0:1g.10gb@5")])
+                    .obj(),
+                // Finished pods hold nothing.
+                pod("done").gpus(1).on("a", &[]).phase("Succeeded").obj(),
+            ],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        let want = "a cpu 2000/64000m mem 2048/524288 MiB\n\
+                    \x20 gpu0 H100-80GB 1000/1000 [ns/other 1000]\n\
+                    \x20 gpu1 H100-80GB 0/1000\n\
+                    \x20 gpu2 H100-80GB 1000/1000 [ns/train 1000]\n\
+                    \x20 gpu3 H100-80GB 1000/1000 [ns/train 1000]\n";
+        assert_eq!(s.state.node_by_name("a").unwrap().describe(), want);
+        let m = s.state.node_by_name("m").unwrap().describe();
+        assert!(
+            m.contains("[1g.10gb@5 ns/infer]"),
+            "node m does not hold infer on its recorded instance:\n{m}"
+        );
+        assert_eq!(s.busy, BTreeSet::from(["a".to_string(), "m".to_string()]));
+        assert_eq!(ids(&s.jobs), ["pod:ns/infer", "pod:ns/train"]);
+        for j in &s.jobs {
+            assert_eq!(j.phase, Phase::Running, "job {}", j.id());
+        }
+        assert!(s.unaccounted.is_empty(), "{:?}", s.unaccounted);
+    }
+
+    // TestSnapshotRecordedDevicesThatNoLongerFitAreDerived.
+    #[test]
+    fn recorded_devices_that_no_longer_fit_are_derived() {
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 2).obj()],
+            pods: vec![
+                pod("x").gpus(1).on("a", &[(ANNOTATION_GPUS, "1")]).obj(),
+                // A conflicting record.
+                pod("y").gpus(1).on("a", &[(ANNOTATION_GPUS, "1")]).obj(),
+            ],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        assert_eq!(
+            s.state.node_by_name("a").unwrap().gpu_free_milli(),
+            0,
+            "want both GPUs held"
+        );
+    }
+
+    // A bound pod whose GPUs match no free device holds CPU and memory
+    // only, and is reported.
+    #[test]
+    fn unmatched_devices_are_reported() {
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 1).obj()],
+            pods: vec![
+                pod("x").gpus(1).on("a", &[(ANNOTATION_GPUS, "0")]).obj(),
+                pod("y").gpus(1).on("a", &[]).obj(),
+                pod("gone").gpus(1).on("nowhere", &[]).obj(),
+            ],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        assert_eq!(
+            s.unaccounted,
+            ["ns/y on a: its GPUs do not match the node's free devices"]
+        );
+        let a = s.state.node_by_name("a").unwrap();
+        assert_eq!((a.cpu_used(), a.mem_used()), (2000, 2048));
+        // The pod on a node that is gone is running and holds nothing.
+        let gone = s.jobs.iter().find(|j| j.id() == "pod:ns/gone").unwrap();
+        assert_eq!(gone.phase, Phase::Running);
+        let held = gone.placed[0].as_ref().unwrap();
+        assert_eq!((held.node.as_str(), held.cpu_milli), ("nowhere", 0));
+    }
+
+    // TestSnapshotJobs: its fourteen cases.
+    #[test]
+    fn snapshot_jobs() {
+        let nodes = vec![gpu_node("a", 8).obj()];
+        let queues = vec![queue(
+            "ml",
+            QueueSpec {
+                team: "ml".to_string(),
+                guaranteed_gpus: 4,
+                burst_gpus: Some(8),
+                weight: Some(2.0),
+                allowed_priority_classes: vec!["batch".to_string()],
+            },
+        )];
+        struct Case {
+            name: &'static str,
+            pods: Vec<Arc<Pod>>,
+            groups: Vec<Arc<PodGroup>>,
+            /// A job the engine gets.
+            want_job: &'static str,
+            want_gang: i32,
+            /// Part of the reason a job is held.
+            want_held: &'static str,
+        }
+        let case = |name, pods| Case {
+            name,
+            pods,
+            groups: vec![],
+            want_job: "",
+            want_gang: 0,
+            want_held: "",
+        };
+        let gang = |names: &[&str], min: &str| {
+            names
+                .iter()
+                .map(|n| {
+                    pod(n)
+                        .gpus(8)
+                        .group("g")
+                        .ann(ANNOTATION_MIN_MEMBER, min)
+                        .obj()
+                })
+                .collect::<Vec<_>>()
+        };
+        let cases = vec![
+            Case {
+                want_job: "pod:ns/p",
+                ..case("a lone pod", vec![pod("p").gpus(1).obj()])
+            },
+            Case {
+                want_job: "group:ns/g",
+                want_gang: 2,
+                ..case("a gang by annotation, complete", gang(&["w0", "w1"], "2"))
+            },
+            Case {
+                want_held: "gang: 2 of 3 pods exist",
+                ..case("a gang missing a pod", gang(&["w0", "w1"], "3"))
+            },
+            Case {
+                groups: vec![pod_group("g", 3, "")],
+                want_held: "gang: 2 of 3",
+                ..case(
+                    "a PodGroup object gives the size",
+                    vec![
+                        pod("w0").gpus(1).group("g").obj(),
+                        pod("w1").gpus(1).group("g").obj(),
+                    ],
+                )
+            },
+            Case {
+                want_job: "group:ns/g",
+                ..case(
+                    "the coscheduling label works too",
+                    vec![
+                        pod("w0")
+                            .gpus(1)
+                            .label(LABEL_COSCHEDULING_POD_GROUP, "g")
+                            .obj(),
+                    ],
+                )
+            },
+            Case {
+                groups: vec![pod_group("g", 2, "")],
+                want_job: "group:ns/g",
+                want_gang: 1,
+                ..case(
+                    "a finished member still counts toward the gang",
+                    vec![
+                        pod("w0").gpus(1).group("g").phase("Succeeded").obj(),
+                        pod("w1").gpus(1).group("g").obj(),
+                    ],
+                )
+            },
+            Case {
+                want_held: r#"mig profile "5g.99gb": no GPU in the cluster offers it"#,
+                ..case(
+                    "an unknown MIG profile",
+                    vec![pod("p").mig_profile("5g.99gb").obj()],
+                )
+            },
+            Case {
+                want_held: "asks for 16 GPUs but the largest node",
+                ..case("more GPUs than any node has", vec![pod("p").gpus(16).obj()])
+            },
+            Case {
+                want_held: r#"queue "nope" does not exist"#,
+                ..case(
+                    "an unknown queue",
+                    vec![pod("p").gpus(1).queue("nope").obj()],
+                )
+            },
+            Case {
+                want_job: "pod:ns/p",
+                ..case(
+                    "a queue's allowed priority class",
+                    vec![pod("p").gpus(1).queue("ml").priority_class("batch").obj()],
+                )
+            },
+            Case {
+                want_held: r#"priority class "urgent" is not allowed in queue ml"#,
+                ..case(
+                    "another priority class",
+                    vec![pod("p").gpus(1).queue("ml").priority_class("urgent").obj()],
+                )
+            },
+            Case {
+                want_held: "nodeSelector zone",
+                ..case(
+                    "a node selector Partita does not evaluate",
+                    vec![pod("p").gpus(1).node_selector("zone", "a").obj()],
+                )
+            },
+            Case {
+                want_held: "not a quantity",
+                ..case(
+                    "a bad memory annotation",
+                    vec![pod("p").ann(ANNOTATION_GPU_MEMORY, "x").obj()],
+                )
+            },
+            case(
+                "another scheduler's pod is not a job",
+                vec![pod("p").gpus(1).scheduler("default-scheduler").obj()],
+            ),
+        ];
+        assert_eq!(cases.len(), 14);
+        for tc in cases {
+            let name = tc.name;
+            let obj = Objects {
+                nodes: nodes.clone(),
+                pods: tc.pods,
+                queues: queues.clone(),
+                pod_groups: tc.groups,
+            };
+            let s = must_snapshot(obj, SnapshotOptions::default());
+            if !tc.want_held.is_empty() {
+                assert!(
+                    s.held.values().any(|why| why.contains(tc.want_held)),
+                    "{name}: held {:?}, want a reason containing {:?}",
+                    s.held,
+                    tc.want_held
+                );
+                assert!(
+                    s.jobs.is_empty(),
+                    "{name}: held job also given to the engine"
+                );
+                continue;
+            }
+            if tc.want_job.is_empty() {
+                assert!(
+                    s.jobs.is_empty() && s.held.is_empty(),
+                    "{name}: jobs {:?} held {:?}, want none",
+                    ids(&s.jobs),
+                    s.held
+                );
+                continue;
+            }
+            assert_eq!(ids(&s.jobs), [tc.want_job], "{name}: held {:?}", s.held);
+            if tc.want_gang > 0 {
+                assert_eq!(s.jobs[0].spec.gang_size, tc.want_gang, "{name}: gang size");
+            }
+        }
+    }
+
+    // A queue is the engine's team; the job's team and project are its
+    // queue and namespace, its class its highest pod's.
+    #[test]
+    fn queues_are_teams() {
+        let queues = vec![
+            queue(
+                "ml",
+                QueueSpec {
+                    team: "ml".to_string(),
+                    guaranteed_gpus: 4,
+                    burst_gpus: Some(8),
+                    weight: Some(2.0),
+                    allowed_priority_classes: vec![],
+                },
+            ),
+            queue(
+                "bad",
+                QueueSpec {
+                    team: "x".to_string(),
+                    guaranteed_gpus: 4,
+                    burst_gpus: Some(2),
+                    weight: None,
+                    allowed_priority_classes: vec![],
+                },
+            ),
+            queue(
+                "infra",
+                QueueSpec {
+                    team: "infra".to_string(),
+                    guaranteed_gpus: 2,
+                    burst_gpus: None,
+                    weight: None,
+                    allowed_priority_classes: vec![],
+                },
+            ),
+        ];
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods: vec![pod("p").gpus(1).queue("ml").priority(Some(2_000_000)).obj()],
+            queues,
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        let teams: Vec<(&str, i64, i64, f64)> = s
+            .teams
+            .iter()
+            .map(|t| (t.name.as_str(), t.guarantee, t.burst, t.weight))
+            .collect();
+        assert_eq!(teams, [("infra", 2000, 2000, 1.0), ("ml", 4000, 8000, 2.0)]);
+        let j = &s.jobs[0];
+        assert_eq!(
+            (j.spec.team.as_str(), j.spec.project.as_str(), j.spec.class),
+            ("ml", "ns", partita_engine::workload::Class::Production)
+        );
+        assert_eq!(s.job_queue.get("pod:ns/p").map(String::as_str), Some("ml"));
+        assert_eq!(j.phase, Phase::Pending);
+        assert_eq!(j.placed, vec![None]);
+        // Submitted: when the pod was created, on the engine's clock.
+        assert!(
+            j.submitted > 1_767_225_600 * 1_000_000_000,
+            "{}",
+            j.submitted
+        );
+    }
+
+    // TestSnapshotHeldJobStillCountsItsBoundPods.
+    #[test]
+    fn held_job_still_counts_its_bound_pods() {
+        let pods = vec![
+            pod("w0")
+                .gpus(2)
+                .group("g")
+                .on("a", &[(ANNOTATION_GPUS, "0,1")])
+                .obj(),
+            pod("w1").group("g").ann(ANNOTATION_GPU_MEMORY, "bad").obj(),
+        ];
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods,
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        assert_eq!(s.held.len(), 1, "held {:?}", s.held);
+        assert_eq!(s.jobs.len(), 1, "want the bound pod given as a running job");
+        assert_eq!(s.jobs[0].spec.tasks.len(), 1);
+        assert_eq!(s.jobs[0].phase, Phase::Running);
+        // Both pods are the job's, for the scheduler's events.
+        assert_eq!(s.job_pods["group:ns/g"].len(), 2);
+    }
+
+    // TestSnapshotPhases.
+    #[test]
+    fn snapshot_phases() {
+        let running = pod("r").gpus(1).on("a", &[(ANNOTATION_GPUS, "0")]).obj();
+        let deleting = pod("d")
+            .gpus(1)
+            .on("a", &[(ANNOTATION_GPUS, "1")])
+            .deleting()
+            .obj();
+        let evicted = pod("e").gpus(1).on("a", &[(ANNOTATION_GPUS, "2")]).obj();
+        let assumed = pod("b").gpus(1).obj();
+        let opt = SnapshotOptions {
+            evicting: BTreeSet::from(["uid-e".to_string()]),
+            bound: HashMap::from([(
+                "uid-b".to_string(),
+                Assumed {
+                    node: "a".to_string(),
+                    annotations: BTreeMap::from([(ANNOTATION_GPUS.to_string(), "3".to_string())]),
+                },
+            )]),
+            ..SnapshotOptions::default()
+        };
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods: vec![running, deleting, evicted, assumed],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, opt);
+        let want = HashMap::from([
+            ("pod:ns/r", Phase::Running),
+            ("pod:ns/d", Phase::Terminating),
+            ("pod:ns/e", Phase::Terminating),
+            ("pod:ns/b", Phase::Running),
+        ]);
+        assert_eq!(s.jobs.len(), 4);
+        for j in &s.jobs {
+            assert_eq!(Some(&j.phase), want.get(j.id()), "{}", j.id());
+        }
+        assert_eq!(
+            s.state.node_by_name("a").unwrap().fully_free_gpus(),
+            4,
+            "the assumed bind holds GPU 3"
+        );
+    }
+
+    // An assignment unchanged since the last snapshot is handed over as
+    // the same Arc; a changed one is not.
+    #[test]
+    fn unchanged_assignments_keep_their_arc() {
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods: vec![
+                pod("r").gpus(1).on("a", &[(ANNOTATION_GPUS, "0")]).obj(),
+                pod("q").gpus(1).on("a", &[(ANNOTATION_GPUS, "1")]).obj(),
+            ],
+            ..Objects::default()
+        };
+        let first = must_snapshot(obj.clone(), SnapshotOptions::default());
+        let mut placed = first.placed.clone();
+        // Pretend q held another GPU last time.
+        let mut moved = (*placed["uid-q"]).clone();
+        moved.grants[0].gpu = 5;
+        placed.insert("uid-q".to_string(), Arc::new(moved));
+        let opt = SnapshotOptions {
+            placed: placed.clone(),
+            ..SnapshotOptions::default()
+        };
+        let second = must_snapshot(obj, opt);
+        let job = |id: &str| second.jobs.iter().find(|j| j.id() == id).unwrap();
+        let r = job("pod:ns/r").placed[0].as_ref().unwrap();
+        assert!(
+            Arc::ptr_eq(r, &placed["uid-r"]),
+            "r's assignment is a new Arc"
+        );
+        let q = job("pod:ns/q").placed[0].as_ref().unwrap();
+        assert!(!Arc::ptr_eq(q, &placed["uid-q"]));
+        assert_eq!(q.grants[0].gpu, 1);
+        assert!(Arc::ptr_eq(&second.placed["uid-q"], q));
+    }
+
+    // TestFreezeBusyHidesWhatTheMIGManagerWouldDisturb.
+    #[test]
+    fn freeze_busy_hides_what_the_mig_manager_would_disturb() {
+        let obj = Objects {
+            nodes: vec![
+                gpu_node("busy", 2)
+                    .mig(2, &[("3g.40gb", 1), ("1g.10gb", 3)])
+                    .obj(),
+                gpu_node("idle", 1).mig(1, &[("1g.10gb", 2)]).obj(),
+            ],
+            pods: vec![
+                pod("serve")
+                    .mig_profile("3g.40gb")
+                    .on("busy", &[(ANNOTATION_MIG_SLICE, "0:3g.40gb@4")])
+                    .obj(),
+                pod("want").mig_profile("1g.10gb").obj(),
+            ],
+            ..Objects::default()
+        };
+        let opt = SnapshotOptions {
+            freeze_busy: true,
+            ..SnapshotOptions::default()
+        };
+        let s = must_snapshot(obj, opt);
+        let busy = s.state.node_by_name("busy").unwrap();
+        let mut free_1g = 0;
+        for (k, g) in busy.gpus().iter().enumerate() {
+            assert_eq!(
+                g.free_memory_slices() & 0x7f,
+                0,
+                "busy GPU {k} keeps free memory slices {:08b} the engine could carve",
+                g.free_memory_slices()
+            );
+            for sl in g.slices() {
+                if !sl.is_free() {
+                    continue;
+                }
+                assert_eq!(
+                    sl.profile(),
+                    "1g.10gb",
+                    "busy GPU {k}: free {} instance nobody asks for is not held",
+                    sl.placement()
+                );
+                free_1g += 1;
+            }
+        }
+        assert_eq!(
+            free_1g, 3,
+            "free 1g.10gb instances on the busy node: want the 3 a pending pod may use"
+        );
+        for sl in s.state.node_by_name("idle").unwrap().gpus()[0].slices() {
+            assert!(sl.is_free(), "idle node holds {:?}", sl.task());
+        }
+        // The holds are no job's and say so.
+        for a in busy.tasks() {
+            assert!(a.task == "ns/serve" || is_hold(&a.task), "{}", a.task);
+        }
+        assert!(s.jobs.iter().all(|j| !is_hold(j.id())));
+    }
+
+    // An idle whole MIG-capable GPU of a busy node is held unless a
+    // pending pod asks for whole GPUs.
+    #[test]
+    fn freeze_busy_holds_idle_whole_gpus_nobody_wants() {
+        let nodes = vec![gpu_node("busy", 2).obj()];
+        let serving = pod("serve")
+            .gpus(1)
+            .on("busy", &[(ANNOTATION_GPUS, "0")])
+            .obj();
+        let opt = SnapshotOptions {
+            freeze_busy: true,
+            ..SnapshotOptions::default()
+        };
+        let obj = Objects {
+            nodes: nodes.clone(),
+            pods: vec![serving.clone(), pod("mig").mig_profile("1g.10gb").obj()],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, opt.clone());
+        let n = s.state.node_by_name("busy").unwrap();
+        assert_eq!(n.fully_free_gpus(), 0);
+        assert!(is_hold(n.gpus()[1].holders()[0].task()));
+        let obj = Objects {
+            nodes,
+            pods: vec![serving, pod("whole").gpus(1).obj()],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, opt);
+        assert_eq!(s.state.node_by_name("busy").unwrap().fully_free_gpus(), 1);
+    }
+
+    // Unschedulable nodes keep their pods, take no GPU work, and carry
+    // the label the scheduler's node filter reads.
+    #[test]
+    fn unschedulable_nodes_are_cordoned_and_labelled() {
+        let obj = Objects {
+            nodes: vec![
+                gpu_node("c", 2).cordoned().obj(),
+                gpu_node("t", 2).taint("x").obj(),
+            ],
+            pods: vec![pod("r").gpus(1).on("c", &[(ANNOTATION_GPUS, "1")]).obj()],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        for name in ["c", "t"] {
+            let n = s.state.node_by_name(name).unwrap();
+            assert!(n.gpus().iter().all(|g| g.cordoned()), "{name}");
+            assert_eq!(
+                n.labels().get(LABEL_UNSCHEDULABLE).map(String::as_str),
+                Some("true")
+            );
+            assert!(s.views[name].unschedulable);
+        }
+        assert_eq!(s.state.node_by_name("c").unwrap().gpus()[1].used(), 1000);
+    }
+
+    // A job held for a MIG change on its node waits outside the engine.
+    #[test]
+    fn a_job_waits_for_its_mig_change() {
+        let obj = Objects {
+            nodes: vec![
+                gpu_node("m", 1)
+                    .mig(1, &[])
+                    .label("nvidia.com/mig.config", "all-1g.10gb")
+                    .label("nvidia.com/mig.config.state", "pending")
+                    .obj(),
+            ],
+            pods: vec![pod("p").mig_profile("1g.10gb").obj()],
+            ..Objects::default()
+        };
+        let opt = SnapshotOptions {
+            hold: HashMap::from([("pod:ns/p".to_string(), "m".to_string())]),
+            ..SnapshotOptions::default()
+        };
+        let s = must_snapshot(obj, opt);
+        assert_eq!(
+            s.held.get("pod:ns/p").map(String::as_str),
+            Some(
+                "waiting for a MIG reconfiguration: the MIG change on node m made for it \
+                 (MIG config all-1g.10gb is pending)"
+            )
+        );
+        assert!(s.jobs.is_empty());
+    }
+
+    // The engine's clock is nanoseconds since the Unix epoch.
+    #[test]
+    fn engine_time_is_nanoseconds_since_the_epoch() {
+        assert_eq!(engine_time(jiff::Timestamp::UNIX_EPOCH), 0);
+        let t = jiff::Timestamp::from_second(1_767_225_600).unwrap();
+        assert_eq!(engine_time(t), 1_767_225_600 * 1_000_000_000);
+        assert_eq!(engine_time(jiff::Timestamp::MAX), Nanos::MAX);
+    }
+
+    // TestEngineOnSnapshot: the engine's cycle on a snapshot puts a gang
+    // on one node with disjoint devices, never on a cordoned node.
+    #[test]
+    fn engine_on_snapshot() {
+        let pods = vec![
+            pod("w0")
+                .gpus(4)
+                .group("g")
+                .ann(ANNOTATION_MIN_MEMBER, "2")
+                .obj(),
+            pod("w1")
+                .gpus(4)
+                .group("g")
+                .ann(ANNOTATION_MIN_MEMBER, "2")
+                .obj(),
+            pod("blocker")
+                .gpus(2)
+                .on("b", &[(ANNOTATION_GPUS, "0,1")])
+                .obj(),
+        ];
+        let obj = Objects {
+            nodes: vec![
+                gpu_node("a", 8).obj(),
+                gpu_node("b", 8).obj(),
+                gpu_node("c", 8).cordoned().obj(),
+            ],
+            pods,
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        let (cfg, policy) = sched::build("partita", &s.state, &[]).unwrap();
+        let mut eng = Scheduler::new(cfg, policy, Rand::new(1));
+        let jobs: Vec<&Job> = s.jobs.iter().collect();
+        let mut input = Input::new(0, &s.state, &s.teams, &jobs);
+        let d = eng.cycle(&mut input);
+        assert_eq!(
+            d.starts.len(),
+            2,
+            "starts {:?} waiting {:?}",
+            d.starts,
+            d.waiting
+        );
+        let mut seen = BTreeSet::new();
+        for st in &d.starts {
+            assert_ne!(st.assignment.node, "c", "placed on a cordoned node");
+            for g in &st.assignment.grants {
+                assert!(
+                    seen.insert((st.assignment.node.clone(), g.gpu)),
+                    "GPU {}/{} granted twice",
+                    st.assignment.node,
+                    g.gpu
+                );
+            }
+        }
+    }
+
+    // The GPU product selector limits a pending pod's models.
+    #[test]
+    fn the_product_selector_limits_the_model() {
+        let obj = Objects {
+            nodes: vec![gpu_node("a", 8).obj()],
+            pods: vec![
+                pod("p")
+                    .gpus(1)
+                    .node_selector(LABEL_GPU_PRODUCT, "NVIDIA-A100-SXM4-80GB")
+                    .obj(),
+            ],
+            ..Objects::default()
+        };
+        let s = must_snapshot(obj, SnapshotOptions::default());
+        let why = &s.held["pod:ns/p"];
+        assert!(
+            why.contains(r#"gpu model "A100-80GB": no node has it"#),
+            "{why}"
+        );
+    }
+}
