@@ -13,3 +13,4 @@ pub mod node;
 pub mod resources;
 pub mod snapshot;
 pub mod client;
+pub mod leader;
