@@ -118,6 +118,18 @@ impl Metrics {
         self.events.get_or_create(&vec![("result", result)]).inc();
     }
 
+    /// `n` events at once with the same result (an aggregated series).
+    pub fn events(&self, result: &'static str, n: u64) {
+        self.events
+            .get_or_create(&vec![("result", result)])
+            .inc_by(n);
+    }
+
+    /// The count of events with `result` so far (for tests and logs).
+    pub fn events_total(&self, result: &'static str) -> u64 {
+        self.events.get_or_create(&vec![("result", result)]).get()
+    }
+
     /// The Prometheus text format of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();

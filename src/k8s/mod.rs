@@ -5,12 +5,14 @@
 //! `partita kube` is the Go build's (`go/internal/kube`).
 
 pub mod act;
+pub mod client;
 pub mod cycle;
 pub mod devices;
 pub mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod jobs;
+pub mod leader;
 pub mod metrics;
 pub mod mig;
 pub mod migconfig;
