@@ -262,6 +262,29 @@ async fn wait_bound(pods: &Api<Pod>, names: &[&str]) -> BTreeMap<String, Pod> {
     .await
 }
 
+/// Waits for an Event on pod `pod` with `reason` whose note contains
+/// `contains` (events.k8s.io/v1, as the recorder writes them).
+async fn wait_event(client: &kube::Client, pod: &str, reason: &str, contains: &str) {
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "default");
+    wait_for(
+        Duration::from_secs(20),
+        &format!("event {reason} on {pod} saying {contains:?}"),
+        || async {
+            let list = events.list(&Default::default()).await.ok()?;
+            list.items
+                .iter()
+                .any(|e| {
+                    e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(pod)
+                        && e.reason.as_deref() == Some(reason)
+                        && e.note.as_deref().unwrap_or_default().contains(contains)
+                })
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// Checks that none of the named pods gets bound for `d`.
 async fn stay_pending(pods: &Api<Pod>, d: Duration, names: &[&str]) {
     let start = Instant::now();
@@ -367,6 +390,13 @@ async fn the_scheduler_binds_pods_with_devices_and_gangs_all_or_nothing() {
     }
     create_pod(&pods, "big-0", 4, Some("big")).await;
     stay_pending(&pods, Duration::from_millis(1500), &["big-0"]).await;
+    wait_event(
+        &client,
+        "big-0",
+        "FailedScheduling",
+        "gang: 1 of 2 pods exist",
+    )
+    .await;
 
     // The second member arrives: both start, on different nodes, with all
     // four GPUs each.
@@ -408,6 +438,14 @@ async fn the_scheduler_binds_pods_with_devices_and_gangs_all_or_nothing() {
         "{gpus:?}"
     );
     assert!(c.mig_configs.contains_key("all-disabled"));
+
+    wait_event(
+        &client,
+        "llm",
+        "Scheduled",
+        "assigned default/llm to mig-1 (MIG instance 0:3g.40gb@",
+    )
+    .await;
 
     // The status task writes the gang's progress (every 5 s).
     wait_for(
