@@ -204,4 +204,56 @@ mod tests {
         assert!(!c.changed("queue/a", "{}"));
         assert!(c.changed("queue/a", "{\"status\":1}"));
     }
+    // Counts per queue and per gang: running and pending pods, GPUs held
+    // (a whole GPU is 1), a gang's phase and why it waits.
+    #[test]
+    fn summarize_counts_queues_and_gangs() {
+        use crate::k8s::fixtures::{gpu_node, must_snapshot, pod, pod_group};
+        use crate::k8s::names::ANNOTATION_GPUS;
+        use crate::k8s::snapshot::{Objects, SnapshotOptions};
+        use partita_engine::sched::WaitReason;
+        let obj = Objects {
+            nodes: vec![gpu_node("n1", 4).obj()],
+            pods: vec![
+                pod("run-a")
+                    .gpus(2)
+                    .on("n1", &[(ANNOTATION_GPUS, "0,1")])
+                    .obj(),
+                pod("wait-b").gpus(1).obj(),
+                pod("g-0")
+                    .gpus(1)
+                    .group("g")
+                    .on("n1", &[(ANNOTATION_GPUS, "2")])
+                    .obj(),
+                pod("g-1").gpus(1).group("g").obj(),
+                pod("h-0").gpus(1).group("h").obj(),
+            ],
+            pod_groups: vec![pod_group("g", 2, ""), pod_group("h", 2, "")],
+            ..Objects::default()
+        };
+        let snap = must_snapshot(obj, SnapshotOptions::default());
+        let waiting: BTreeMap<String, Wait> = [(
+            "group:ns/g".to_string(),
+            Wait {
+                position: 1,
+                reason: WaitReason::NoRoom,
+            },
+        )]
+        .into();
+        let sum = summarize(&snap, &waiting);
+        let q = &sum.queues["default"];
+        assert_eq!(q.used_gpus.as_deref(), Some("3.000"), "{q:?}");
+        assert_eq!(q.running_pods, Some(2), "{q:?}");
+        assert_eq!(q.pending_pods, Some(2), "{q:?}: wait-b and g-1 (h is held)");
+        let g = &sum.groups["ns/g"];
+        assert_eq!(g.phase, Some(PodGroupPhase::Pending));
+        assert_eq!(g.scheduled, Some(1));
+        assert_eq!(g.message.as_deref(), Some(WaitReason::NoRoom.as_str()));
+        let h = &sum.groups["ns/h"];
+        assert_eq!(h.phase, Some(PodGroupPhase::Pending));
+        assert!(
+            h.message.as_deref().unwrap_or_default().contains("1 of 2"),
+            "{h:?}"
+        );
+    }
 }
