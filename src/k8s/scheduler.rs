@@ -545,7 +545,7 @@ impl Scheduler {
 pub(crate) fn engine_now() -> sched::Nanos {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| nanos(d))
+        .map(nanos)
         .unwrap_or(0)
 }
 

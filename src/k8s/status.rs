@@ -132,15 +132,11 @@ impl Scheduler {
                     let Some(name) = q.metadata.name.clone() else {
                         continue;
                     };
-                    let st = sum
-                        .queues
-                        .get(&name)
-                        .cloned()
-                        .unwrap_or_else(|| QueueStatus {
-                            used_gpus: None,
-                            running_pods: Some(0),
-                            pending_pods: Some(0),
-                        });
+                    let st = sum.queues.get(&name).cloned().unwrap_or(QueueStatus {
+                        used_gpus: None,
+                        running_pods: Some(0),
+                        pending_pods: Some(0),
+                    });
                     let api: Api<Queue> = Api::all(client.clone());
                     write_status(&statuses, &api, format!("queue/{name}"), &name, &st).await;
                 }
