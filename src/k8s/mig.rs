@@ -452,4 +452,135 @@ mod tests {
         let back = parse_mig_parted(text.as_bytes()).unwrap();
         assert_eq!(back, all_disabled());
     }
+    /// A client whose every call fails: the paths tested here make none.
+    fn no_api() -> kube::Client {
+        let svc = tower::service_fn(|_req: axum::http::Request<kube::client::Body>| async {
+            let body = http_body_util::Full::new(bytes::Bytes::from_static(b"{}"));
+            Ok::<_, std::convert::Infallible>(
+                axum::http::Response::builder()
+                    .status(500)
+                    .body(body)
+                    .expect("a response"),
+            )
+        });
+        kube::Client::new(svc, "default")
+    }
+
+    /// A one-GPU MIG node "m" split into `small` 1g.10gb, one of them held
+    /// by a running pod (when `busy`), and a decision that starts a job
+    /// on a 3g.40gb instance the node does not have.
+    fn mig_case(small: i64, busy: bool) -> (Snapshot, Decision) {
+        use crate::k8s::fixtures::{gpu_node, must_snapshot, pod};
+        use crate::k8s::names::ANNOTATION_MIG_SLICE;
+        use crate::k8s::snapshot::{Objects, SnapshotOptions};
+        use partita_engine::cluster::Assignment;
+        use partita_engine::gpu::Placement;
+        use partita_engine::sched::Start;
+        let mut pods = vec![pod("llm").mig_profile("3g.40gb").obj()];
+        if busy {
+            pods.push(
+                pod("small")
+                    .mig_profile("1g.10gb")
+                    .on("m", &[(ANNOTATION_MIG_SLICE, "0:1g.10gb@0")])
+                    .obj(),
+            );
+        }
+        let obj = Objects {
+            nodes: vec![gpu_node("m", 1).mig(1, &[("1g.10gb", small)]).obj()],
+            pods,
+            ..Objects::default()
+        };
+        let snap = must_snapshot(obj, SnapshotOptions::default());
+        let d = Decision {
+            starts: vec![Start {
+                job: "pod:ns/llm".into(),
+                task: 0,
+                assignment: Assignment {
+                    task: "ns/llm".into(),
+                    node: "m".into(),
+                    grants: vec![Grant {
+                        gpu: 0,
+                        milli: 0,
+                        slice: Some(Placement {
+                            profile: "3g.40gb".into(),
+                            start: 4,
+                        }),
+                    }],
+                    ..Assignment::default()
+                },
+                creates: true,
+            }],
+            ..Decision::default()
+        };
+        (snap, d)
+    }
+
+    async fn waits_for(
+        mode: MigReconfigure,
+        small: i64,
+        busy: bool,
+    ) -> (BTreeMap<String, String>, String) {
+        use crate::k8s::cycle::starts_by_job;
+        use crate::k8s::events::Events;
+        use crate::k8s::metrics::Metrics;
+        use crate::k8s::scheduler::Options;
+        use std::sync::Arc;
+        let client = no_api();
+        let metrics = Arc::new(Metrics::new());
+        let (events, _writer) = Events::start(client.clone(), "partita", 10.0, 10, metrics.clone());
+        let opt = Options {
+            mig_reconfigure: mode,
+            ..Options::default()
+        };
+        let s = Scheduler::new(client, opt, metrics.clone(), events).unwrap();
+        let (snap, d) = mig_case(small, busy);
+        let (_, starts) = starts_by_job(&d);
+        let creating: HashSet<&str> = HashSet::from(["pod:ns/llm"]);
+        let mut waits = BTreeMap::new();
+        let mut mem = s.memory.lock().await;
+        let waiting = s
+            .change_mig(&mut mem, &snap, &d, &starts, &creating, &mut waits)
+            .await;
+        assert!(waiting.is_empty(), "no change was made: {waiting:?}");
+        (waits, metrics.encode())
+    }
+
+    // A node whose GPU runs a pod is not re-partitioned in idle-nodes
+    // mode (the MIG manager would stop the pod): the job waits, told why.
+    #[tokio::test]
+    async fn idle_nodes_mode_declines_a_busy_node() {
+        let (waits, metrics) = waits_for(MigReconfigure::IdleNodes, 2, true).await;
+        assert_eq!(
+            waits["pod:ns/llm"],
+            "no fitting MIG slice yet: node m runs GPU pods and the MIG manager would stop them (--mig-reconfigure=idle-nodes)"
+        );
+        assert!(
+            metrics.contains("partita_kube_mig_changes_total{result=\"declined\"} 1"),
+            "{metrics}"
+        );
+    }
+
+    #[tokio::test]
+    async fn off_mode_declines_every_change() {
+        let (waits, _) = waits_for(MigReconfigure::Off, 2, false).await;
+        assert_eq!(
+            waits["pod:ns/llm"],
+            "no fitting MIG slice yet: MIG changes are off (--mig-reconfigure=off)"
+        );
+    }
+
+    // A layout that no GPU can hold is refused before any API call: the
+    // 1g.10gb instances plus a 3g.40gb do not fit one H100.
+    #[tokio::test]
+    async fn an_impossible_layout_is_invalid() {
+        let (waits, metrics) = waits_for(MigReconfigure::KeepInstances, 7, true).await;
+        assert!(
+            waits["pod:ns/llm"].starts_with("no fitting MIG slice yet: node m GPU 0: H100-80GB:"),
+            "{waits:?}"
+        );
+        assert!(
+            metrics.contains("partita_kube_mig_changes_total{result=\"invalid\"} 1"),
+            "{metrics}"
+        );
+    }
 }
