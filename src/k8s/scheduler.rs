@@ -358,6 +358,8 @@ pub struct Scheduler {
     pub(crate) events: Events,
     pub(crate) stores: Stores,
     writers: Mutex<Option<Writers>>,
+    /// The reflectors' tasks, stopped when the Scheduler is dropped.
+    reflectors: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     wake: Arc<Notify>,
     ready: Arc<AtomicBool>,
     pub(crate) headroom: f64,
@@ -403,6 +405,7 @@ impl Scheduler {
                 queues: queues_w,
                 pod_groups: pod_groups_w,
             })),
+            reflectors: Mutex::new(Vec::new()),
             wake: Arc::new(Notify::new()),
             ready: Arc::new(AtomicBool::new(false)),
             headroom,
@@ -430,7 +433,9 @@ impl Scheduler {
     }
 
     /// Starts the reflectors (on the tokio runtime; they run until the
-    /// process ends) and waits until each has listed its objects once.
+    /// Scheduler is dropped) and waits until each has listed its objects
+    /// once. It does not return while a resource cannot be listed (the
+    /// CRDs not installed, no permission): wrap it in a timeout to say so.
     pub async fn start(&self) -> Result<(), SchedulerError> {
         let Some(w) = self
             .writers
@@ -483,7 +488,7 @@ impl Scheduler {
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(ev) = stream.next().await {
                 if let Err(e) = ev {
@@ -492,6 +497,10 @@ impl Scheduler {
                 wake.notify_one();
             }
         });
+        self.reflectors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(task);
     }
 
     /// Whether the reflectors have synced.
@@ -537,6 +546,19 @@ impl Scheduler {
             }
         }
         status.abort();
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        for task in self
+            .reflectors
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
     }
 }
 
