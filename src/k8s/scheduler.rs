@@ -34,7 +34,7 @@ use super::events::Events;
 use super::metrics::Metrics;
 use super::names::DEFAULT_SCHEDULER_NAME;
 use super::resources::{PodGroup, Queue};
-use super::snapshot::{Assumed, LABEL_UNSCHEDULABLE};
+use super::snapshot::{Assumed, LABEL_UNSCHEDULABLE, engine_time};
 use super::status::StatusCache;
 
 /// How MIG layouts may be changed (`--mig-reconfigure`).
@@ -562,13 +562,10 @@ impl Drop for Scheduler {
     }
 }
 
-/// The engine's clock: nanoseconds since the Unix epoch, so that times
-/// survive a restart of the scheduler (Go's Epoch).
+/// The engine's clock now: nanoseconds since the Unix epoch, as the
+/// snapshot reads the pods' times (`engine_time`).
 pub(crate) fn engine_now() -> sched::Nanos {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(nanos)
-        .unwrap_or(0)
+    engine_time(k8s_openapi::jiff::Timestamp::now())
 }
 
 #[cfg(test)]
