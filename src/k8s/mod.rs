@@ -12,3 +12,4 @@ pub mod names;
 pub mod node;
 pub mod resources;
 pub mod snapshot;
+pub mod workloads;
