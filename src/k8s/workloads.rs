@@ -33,6 +33,10 @@ pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "partita";
 /// The stored job an object belongs to (its ID, as the API shows it).
 pub const LABEL_JOB_ID: &str = "partita.dev/job-id";
+/// Which run of the job an object belongs to: a preempted job comes back
+/// as new pods (the evicted ones may still be terminating under their
+/// names), so the run is part of every name.
+pub const LABEL_RUN: &str = "partita.dev/run";
 
 /// The PriorityClasses of `deploy/kubernetes/partita.yaml`, by class: the
 /// API server turns the name into the priority that `k8s::pod` reads back
@@ -49,6 +53,9 @@ pub fn priority_class(class: Class) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct StoredJob<'a> {
     pub id: &'a str,
+    /// The job's run (`Runtime::epoch`): 0 first, one more after each
+    /// preemption or requeue.
+    pub run: u64,
     pub class: Class,
     pub spec: &'a JobSpec,
 }
@@ -112,7 +119,7 @@ pub enum WorkloadError {
 
 /// The pods (and PodGroup) that run `job`.
 pub fn workload_of(job: &StoredJob<'_>, at: &Placement<'_>) -> Result<Workload, WorkloadError> {
-    let base = object_name(job.id);
+    let base = format!("{}-{}", object_name(job.id), job.run);
     // A pod name is at most 253 characters; "-<task>" follows the base.
     check_label(job, "job ID", &base, 240)?;
     check_label(job, "namespace", at.namespace, 63)?;
@@ -123,6 +130,7 @@ pub fn workload_of(job: &StoredJob<'_>, at: &Placement<'_>) -> Result<Workload, 
     let mut labels = BTreeMap::from([
         (LABEL_MANAGED_BY.to_string(), MANAGED_BY.to_string()),
         (LABEL_JOB_ID.to_string(), label_value(job.id)),
+        (LABEL_RUN.to_string(), job.run.to_string()),
         (LABEL_QUEUE.to_string(), at.queue.to_string()),
     ]);
     if gang {
@@ -151,7 +159,7 @@ pub fn workload_of(job: &StoredJob<'_>, at: &Placement<'_>) -> Result<Workload, 
     Ok(Workload { pod_group, pods })
 }
 
-/// The name of a job's objects: "job-" and its ID in lower case, with
+/// The start of a job's objects' names: "job-" and its ID in lower case, with
 /// anything a DNS label refuses made a '-'.
 pub fn object_name(id: &str) -> String {
     let mut s: String = id
@@ -165,7 +173,7 @@ pub fn object_name(id: &str) -> String {
     s.trim_end_matches('-').to_string()
 }
 
-fn label_value(id: &str) -> String {
+pub fn label_value(id: &str) -> String {
     // Label values allow upper case, '.', '_' too; IDs are short.
     id.chars()
         .map(|c| {
@@ -334,6 +342,7 @@ mod tests {
         };
         let job = StoredJob {
             id: "J42",
+            run: 0,
             class: Class::Batch,
             spec: &spec,
         };
@@ -344,14 +353,14 @@ mod tests {
         };
         let w = workload_of(&job, &at).unwrap();
         let pg = w.pod_group.expect("a gang has a PodGroup");
-        assert_eq!(pg.metadata.name.as_deref(), Some("job-j42"));
+        assert_eq!(pg.metadata.name.as_deref(), Some("job-j42-0"));
         assert_eq!(pg.spec.min_member, 4);
         assert_eq!(pg.spec.queue.as_deref(), Some("search"));
         assert_eq!(w.pods.len(), 4);
         for (i, p) in w.pods.iter().enumerate() {
-            assert_eq!(p.metadata.name.as_deref(), Some(&*format!("job-j42-{i}")));
+            assert_eq!(p.metadata.name.as_deref(), Some(&*format!("job-j42-0-{i}")));
             let labels = p.metadata.labels.as_ref().unwrap();
-            assert_eq!(labels[LABEL_POD_GROUP], "job-j42");
+            assert_eq!(labels[LABEL_POD_GROUP], "job-j42-0");
             assert_eq!(labels[LABEL_QUEUE], "search");
             assert_eq!(labels[LABEL_JOB_ID], "J42");
             let spec = p.spec.as_ref().unwrap();
@@ -407,6 +416,7 @@ mod tests {
             };
             let job = StoredJob {
                 id: "J7",
+                run: 2,
                 class: Class::Production,
                 spec: &spec,
             };
@@ -414,6 +424,8 @@ mod tests {
             assert!(w.pod_group.is_none());
             assert_eq!(w.pods.len(), 1);
             let p = &w.pods[0];
+            assert_eq!(p.metadata.name.as_deref(), Some("job-j7-2-0"));
+            assert_eq!(p.metadata.labels.as_ref().unwrap()[LABEL_RUN], "2");
             assert!(
                 !p.metadata
                     .labels
@@ -444,6 +456,7 @@ mod tests {
         };
         let job = StoredJob {
             id: "J1",
+            run: 0,
             class: Class::Batch,
             spec: &spec,
         };

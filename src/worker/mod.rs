@@ -27,6 +27,7 @@
 
 pub mod clock;
 pub mod estimate;
+pub mod kube;
 pub mod spec;
 pub mod store;
 pub mod views;
