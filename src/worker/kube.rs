@@ -41,6 +41,27 @@ use crate::accounting;
 use crate::k8s::devices::grants_from_annotations;
 use crate::k8s::workloads::{Placement, StoredJob, Workload, WorkloadError, workload_of};
 
+/// What every pod of the worker's jobs has in common. Each team's pods go
+/// to the namespace named after the team, under the Queue of that name.
+#[derive(Debug, Clone, Default)]
+pub struct PodTemplate {
+    pub scheduler_name: String,
+    pub image: String,
+    pub command: Vec<String>,
+}
+
+impl PodTemplate {
+    fn placement<'a>(&'a self, rec: &'a JobRecord) -> Placement<'a> {
+        Placement {
+            namespace: &rec.team,
+            queue: &rec.team,
+            scheduler_name: &self.scheduler_name,
+            image: &self.image,
+            command: &self.command,
+        }
+    }
+}
+
 /// What the worker knows of a node a pod ran on: for the ledger.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeFacts {
@@ -108,6 +129,46 @@ impl KubeWorld {
         (!doomed.is_empty()).then_some(Action::Delete { seq, pods: doomed })
     }
 
+    /// Requeues a job at someone's request: its pods go, its holds close,
+    /// and it waits again as a new run.
+    pub fn requeue(
+        &mut self,
+        seq: i64,
+        by: &str,
+        now: Nanos,
+        pods: &BTreeMap<String, Vec<Arc<Pod>>>,
+        nodes: &BTreeMap<String, NodeFacts>,
+    ) -> Option<Action> {
+        let mut rec = self.jobs.remove(&seq)?;
+        let doomed = names(&Self::current_pods(&rec, pods));
+        self.close_holds(&mut rec, now, nodes);
+        rec.runtime.queued_at = now;
+        self.update_with(
+            &mut rec,
+            now,
+            QUEUED,
+            format!("requeued by {by}"),
+            None,
+            true,
+        );
+        self.jobs.insert(seq, rec);
+        (!doomed.is_empty()).then_some(Action::Delete { seq, pods: doomed })
+    }
+
+    /// A create the cluster refused: the job says why (once per reason)
+    /// and the next look tries again.
+    pub fn create_failed(&mut self, seq: i64, now: Nanos, why: &str) {
+        let Some(mut rec) = self.jobs.remove(&seq) else {
+            return;
+        };
+        self.created.remove(&(seq, rec.runtime.epoch));
+        let reason = format!("the cluster refused its pods: {why}");
+        if rec.reason != reason && rec.state == QUEUED {
+            self.update(&mut rec, now, QUEUED, reason, None);
+        }
+        self.jobs.insert(seq, rec);
+    }
+
     /// Takes up what the cluster shows: `pods` are the job's pods by job
     /// ID (every run's), `nodes` the nodes by name.
     pub fn observe(
@@ -115,7 +176,7 @@ impl KubeWorld {
         now: Nanos,
         pods: &BTreeMap<String, Vec<Arc<Pod>>>,
         nodes: &BTreeMap<String, NodeFacts>,
-        placement: &dyn Fn(&JobRecord) -> Placement<'_>,
+        template: &PodTemplate,
     ) -> Vec<Action> {
         let mut actions = Vec::new();
         let seqs: Vec<i64> = self.jobs.keys().copied().collect();
@@ -138,7 +199,7 @@ impl KubeWorld {
             let keep = if rec.state == RUNNING {
                 self.observe_running(&mut rec, now, &current, nodes, &mut actions)
             } else {
-                self.observe_queued(&mut rec, now, &current, placement, &mut actions)
+                self.observe_queued(&mut rec, now, &current, template, &mut actions)
             };
             if keep {
                 self.jobs.insert(seq, rec);
@@ -154,7 +215,7 @@ impl KubeWorld {
         rec: &mut JobRecord,
         now: Nanos,
         pods: &[Arc<Pod>],
-        placement: &dyn Fn(&JobRecord) -> Placement<'_>,
+        template: &PodTemplate,
         actions: &mut Vec<Action>,
     ) -> bool {
         let run = rec.runtime.epoch;
@@ -169,7 +230,7 @@ impl KubeWorld {
                 class: rec.class,
                 spec: &rec.spec,
             };
-            match workload_of(&job, &placement(rec)) {
+            match workload_of(&job, &template.placement(rec)) {
                 Ok(workload) => actions.push(Action::Create {
                     seq: rec.seq,
                     workload,
@@ -367,6 +428,18 @@ impl KubeWorld {
         reason: String,
         finished: Option<Nanos>,
     ) {
+        self.update_with(rec, now, state, reason, finished, false);
+    }
+
+    fn update_with(
+        &mut self,
+        rec: &mut JobRecord,
+        now: Nanos,
+        state: &str,
+        reason: String,
+        finished: Option<Nanos>,
+        requeue_done: bool,
+    ) {
         rec.state = state.to_string();
         rec.reason = reason.clone();
         self.changes.jobs.retain(|u| u.seq != rec.seq);
@@ -378,7 +451,7 @@ impl KubeWorld {
             finished,
             attempts: rec.attempts,
             runtime: rec.runtime.clone(),
-            requeue_done: false,
+            requeue_done,
         });
         self.changes.events.push(EventRow {
             job_seq: rec.seq,
@@ -495,11 +568,11 @@ mod tests {
             .collect()
     }
 
-    fn at(_: &JobRecord) -> Placement<'_> {
-        Placement {
-            namespace: "search",
-            queue: "search",
-            ..Placement::default()
+    fn at() -> PodTemplate {
+        PodTemplate {
+            scheduler_name: "partita".into(),
+            image: "pause".into(),
+            command: Vec::new(),
         }
     }
 
@@ -568,22 +641,25 @@ mod tests {
         let mut w = KubeWorld::default();
         let mut c = Cluster::default();
         w.add(record(1, 2, 2));
-        let acts = w.observe(0, &c.pods, &nodes(), &at);
+        let acts = w.observe(0, &c.pods, &nodes(), &at());
         assert_eq!(acts.len(), 1, "{acts:?}");
         c.apply(&acts);
         assert_eq!(c.pods["J1"].len(), 2);
         // Not bound yet: nothing to do, and nothing created twice.
-        assert!(w.observe(SECOND, &c.pods, &nodes(), &at).is_empty());
+        assert!(w.observe(SECOND, &c.pods, &nodes(), &at()).is_empty());
         assert!(w.take_changes().is_empty());
         c.bind("J1");
-        assert!(w.observe(10 * SECOND, &c.pods, &nodes(), &at).is_empty());
+        assert!(w.observe(10 * SECOND, &c.pods, &nodes(), &at()).is_empty());
         let ch = w.take_changes();
         assert_eq!(ch.jobs.len(), 1);
         assert_eq!(ch.jobs[0].state, RUNNING);
         assert_eq!(ch.jobs[0].started, Some(10 * SECOND));
         assert_eq!(ch.jobs[0].reason, "running on n1, n2");
         c.phase("J1", "Succeeded");
-        assert!(w.observe(3610 * SECOND, &c.pods, &nodes(), &at).is_empty());
+        assert!(
+            w.observe(3610 * SECOND, &c.pods, &nodes(), &at())
+                .is_empty()
+        );
         let ch = w.take_changes();
         assert_eq!(ch.jobs[0].state, SUCCEEDED);
         assert_eq!(ch.jobs[0].finished, Some(3610 * SECOND));
@@ -602,9 +678,9 @@ mod tests {
         let mut w = KubeWorld::default();
         let mut c = Cluster::default();
         w.add(record(2, 1, 2));
-        c.apply(&w.observe(0, &c.pods, &nodes(), &at));
+        c.apply(&w.observe(0, &c.pods, &nodes(), &at()));
         c.bind("J2");
-        w.observe(SECOND, &c.pods, &nodes(), &at);
+        w.observe(SECOND, &c.pods, &nodes(), &at());
         w.take_changes();
         // The scheduler evicts task 0 to preempt: its pod is deleting.
         c.edit("J2", |i, p| {
@@ -613,7 +689,7 @@ mod tests {
                     Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
             }
         });
-        let acts = w.observe(61 * SECOND, &c.pods, &nodes(), &at);
+        let acts = w.observe(61 * SECOND, &c.pods, &nodes(), &at());
         let Action::Delete { pods, .. } = &acts[0] else {
             panic!("{acts:?}")
         };
@@ -631,7 +707,7 @@ mod tests {
         assert!(ch.holds.iter().all(|h| h.end - h.start == 60 * SECOND));
         // The old pods go; the next look creates run 1.
         c.pods.clear();
-        let acts = w.observe(62 * SECOND, &c.pods, &nodes(), &at);
+        let acts = w.observe(62 * SECOND, &c.pods, &nodes(), &at());
         let Action::Create { workload, .. } = &acts[0] else {
             panic!("{acts:?}")
         };
@@ -647,10 +723,10 @@ mod tests {
         let mut c = Cluster::default();
         w.add(record(3, 1, 2));
         w.add(record(4, 1, 1));
-        c.apply(&w.observe(0, &c.pods, &nodes(), &at));
+        c.apply(&w.observe(0, &c.pods, &nodes(), &at()));
         c.bind("J3");
         c.bind("J4");
-        w.observe(SECOND, &c.pods, &nodes(), &at);
+        w.observe(SECOND, &c.pods, &nodes(), &at());
         w.take_changes();
         c.edit("J3", |i, p| {
             if i == 1 {
@@ -661,7 +737,7 @@ mod tests {
                 });
             }
         });
-        let acts = w.observe(2 * SECOND, &c.pods, &nodes(), &at);
+        let acts = w.observe(2 * SECOND, &c.pods, &nodes(), &at());
         assert!(matches!(&acts[0], Action::Delete { seq: 3, pods } if pods.len() == 1));
         let ch = w.take_changes();
         let j3 = ch.jobs.iter().find(|u| u.seq == 3).unwrap();
@@ -685,7 +761,7 @@ mod tests {
             ..Demand::default()
         };
         w.add(rec);
-        assert!(w.observe(0, &BTreeMap::new(), &nodes(), &at).is_empty());
+        assert!(w.observe(0, &BTreeMap::new(), &nodes(), &at()).is_empty());
         let ch = w.take_changes();
         assert_eq!(ch.jobs[0].state, FAILED);
         assert!(
