@@ -159,8 +159,9 @@ pub fn workload_of(job: &StoredJob<'_>, at: &Placement<'_>) -> Result<Workload, 
     Ok(Workload { pod_group, pods })
 }
 
-/// The start of a job's objects' names: "job-" and its ID in lower case, with
-/// anything a DNS label refuses made a '-'.
+/// The start of a job's objects' names: its ID in lower case, with
+/// anything a DNS label refuses made a '-', after "job-" unless the ID
+/// starts so.
 pub fn object_name(id: &str) -> String {
     let mut s: String = id
         .chars()
@@ -169,7 +170,10 @@ pub fn object_name(id: &str) -> String {
             _ => '-',
         })
         .collect();
-    s.insert_str(0, "job-");
+    // The API's IDs are "job-" and hex digits already.
+    if !s.starts_with("job-") {
+        s.insert_str(0, "job-");
+    }
     s.trim_end_matches('-').to_string()
 }
 
@@ -493,5 +497,6 @@ mod tests {
         assert_eq!(object_name("J000123"), "job-j000123");
         assert_eq!(object_name("a_b.c"), "job-a-b-c");
         assert_eq!(object_name("x!"), "job-x");
+        assert_eq!(object_name("job-00ff"), "job-00ff");
     }
 }

@@ -550,6 +550,7 @@ mod tests {
             started: None,
             attempts: 0,
             runtime: Runtime::default(),
+            cluster_job: None,
         }
     }
 

@@ -556,6 +556,7 @@ mod tests {
                 started: None,
                 attempts: 0,
                 runtime: spec::Runtime::default(),
+                cluster_job: None,
             });
         }
         let mut running_at = std::collections::BTreeMap::new();
