@@ -6,10 +6,15 @@
 
 pub mod devices;
 pub mod events;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod jobs;
 pub mod metrics;
 pub mod migconfig;
 pub mod names;
 pub mod node;
+pub mod pod;
 pub mod resources;
 pub mod snapshot;
+pub mod webhook;
 pub mod workloads;

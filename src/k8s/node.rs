@@ -350,14 +350,18 @@ fn to_i32(n: i64) -> i32 {
 
 /// The unit a quantity is read in: Go's Quantity.Value or MilliValue.
 #[derive(Clone, Copy)]
-enum Scale {
+pub(crate) enum Scale {
     One,
     Milli,
 }
 
 /// The named quantity of a resource list, 0 when absent (as Go's
 /// ResourceList lookups give a zero Quantity).
-fn quantity_of(list: Option<&BTreeMap<String, Quantity>>, name: &str, scale: Scale) -> i64 {
+pub(crate) fn quantity_of(
+    list: Option<&BTreeMap<String, Quantity>>,
+    name: &str,
+    scale: Scale,
+) -> i64 {
     list.and_then(|l| l.get(name))
         .map_or(0, |q| quantity_value(q, scale))
 }
@@ -367,7 +371,7 @@ fn quantity_of(list: Option<&BTreeMap<String, Quantity>>, name: &str, scale: Sca
 /// milli). k8s-openapi keeps quantities as text; the API server has
 /// validated them, so text that is not a quantity reads as 0 rather than
 /// failing the node. Values beyond i64 saturate.
-fn quantity_value(q: &Quantity, scale: Scale) -> i64 {
+pub(crate) fn quantity_value(q: &Quantity, scale: Scale) -> i64 {
     let Some((negative, num, den)) = parse_quantity(&q.0) else {
         return 0;
     };
@@ -388,7 +392,7 @@ fn quantity_value(q: &Quantity, scale: Scale) -> i64 {
 /// (Ki..Ei), a decimal SI one (n, u, m, "", k, M, G, T, P, E) or a decimal
 /// exponent (e3, E-2). The value is `num / den`; a value too large for
 /// u128 saturates, one too small rounds to the smallest nonzero one.
-fn parse_quantity(s: &str) -> Option<(bool, u128, u128)> {
+pub(crate) fn parse_quantity(s: &str) -> Option<(bool, u128, u128)> {
     let (negative, rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
