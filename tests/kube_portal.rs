@@ -101,6 +101,41 @@ async fn gpu_node(client: &kube::Client, name: &str) {
         .unwrap();
 }
 
+/// A worker on the harness's cluster, for the world's database.
+async fn kube_worker(
+    h: &support::kube::Harness,
+    w: &support::api::World,
+    id: &str,
+) -> partita::worker::Handle {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&h.kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let mut opt = support::api::worker_options(1.0, id);
+    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
+        config,
+        template: partita::worker::kube::PodTemplate {
+            scheduler_name: "partita".into(),
+            image: "registry.k8s.io/pause:3.10".into(),
+            command: Vec::new(),
+        },
+        tick: Duration::from_millis(200),
+    });
+    partita::worker::spawn(w.pool.clone(), opt)
+}
+
+/// Binds a pod as the scheduler does: the node and the GPUs in one write.
+async fn bind(pods: &Api<Pod>, name: &str, node: &str, gpus: &str) {
+    let binding = json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": name, "annotations": {"partita.dev/gpus": gpus}},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    });
+    pods.create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
 async fn job_state(w: &support::api::World, token: &str, id: &str) -> Value {
     let a = call(
         &w.app,
@@ -124,21 +159,7 @@ async fn a_job_submitted_through_the_api_runs_as_pods_and_is_billed() {
     priority_classes(&client).await;
     gpu_node(&client, "portal-gpu-1").await;
     let w = support::api::world().await;
-    let kubeconfig = kube::config::Kubeconfig::read_from(&h.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let mut opt = support::api::worker_options(1.0, "kube-worker");
-    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
-        config,
-        template: partita::worker::kube::PodTemplate {
-            scheduler_name: "partita".into(),
-            image: "registry.k8s.io/pause:3.10".into(),
-            command: Vec::new(),
-        },
-        tick: Duration::from_millis(200),
-    });
-    let worker = partita::worker::spawn(w.pool.clone(), opt);
+    let worker = kube_worker(h, &w, "kube-worker").await;
 
     let lead = w.token("lead").unwrap().to_string();
     let a = call(
@@ -189,14 +210,7 @@ async fn a_job_submitted_through_the_api_runs_as_pods_and_is_billed() {
     assert_eq!(job_state(&w, &lead, &id).await["state"], "queued");
 
     // The scheduler's bind: the node and the GPUs in one write.
-    let binding = json!({
-        "apiVersion": "v1", "kind": "Binding",
-        "metadata": {"name": name, "annotations": {"partita.dev/gpus": "3,4"}},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": "portal-gpu-1"},
-    });
-    pods.create_subresource::<Value, Value>("binding", &name, &PostParams::default(), &binding)
-        .await
-        .unwrap();
+    bind(&pods, &name, "portal-gpu-1", "3,4").await;
     eventually("the job running", || async {
         job_state(&w, &lead, &id).await["state"] == "running"
     })
@@ -258,5 +272,92 @@ async fn a_job_submitted_through_the_api_runs_as_pods_and_is_billed() {
         "{}",
         a.body
     );
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_made_with_kubectl_shows_up_under_its_queues_team_and_is_billed() {
+    let Some(h) = support::kube::harness() else {
+        return;
+    };
+    let client = support::kube::client(h).await;
+    install_crds(&client).await;
+    gpu_node(&client, "kubectl-gpu-1").await;
+    let queues: Api<Queue> = Api::all(client.clone());
+    let q: Queue = serde_json::from_value(json!({
+        "apiVersion": "partita.dev/v1alpha1", "kind": "Queue",
+        "metadata": {"name": "ads-training"},
+        "spec": {"team": "ads", "guaranteedGPUs": 4},
+    }))
+    .unwrap();
+    match queues.create(&PostParams::default(), &q).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("creating the Queue: {e}"),
+    }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "ads-lab"}})).unwrap(),
+        )
+        .await;
+    let w = support::api::world().await;
+    let worker = kube_worker(h, &w, "kubectl-worker").await;
+
+    // Someone's own pod, for Partita's scheduler, in the Queue of ads.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ads-lab");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "notebook", "labels": {"partita.dev/queue": "ads-training"}},
+        "spec": {"schedulerName": "partita", "containers": [{
+            "name": "main", "image": "jupyter",
+            "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "2"}},
+        }]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+
+    let admin = w.token("admin").unwrap().to_string();
+    let find = || async {
+        let a = call(&w.app, "GET", "/api/v1/jobs?team=ads", Some(&admin), None).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        let list = a.body["jobs"].as_array().cloned().unwrap_or_default();
+        list.into_iter()
+            .find(|j| j["id"].as_str().is_some_and(|id| id.starts_with("k8s-")))
+    };
+    eventually("the pod as a job of ads", || async {
+        find().await.is_some()
+    })
+    .await;
+    let job = find().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(job["team"], "ads", "{job}");
+    assert_eq!(job["state"], "queued", "{job}");
+
+    bind(&pods, "notebook", "kubectl-gpu-1", "5").await;
+    eventually("the job running", || async {
+        job_state(&w, &admin, &id).await["state"] == "running"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let done = json!({"status": {"phase": "Succeeded"}});
+    pods.patch_status("notebook", &PatchParams::default(), &Patch::Merge(&done))
+        .await
+        .unwrap();
+    eventually("the job succeeded", || async {
+        job_state(&w, &admin, &id).await["state"] == "succeeded"
+    })
+    .await;
+    let a = call(&w.app, "GET", "/api/v1/ledger?team=ads", Some(&admin), None).await;
+    let rows: Vec<&Value> = a.body["entries"]
+        .as_array()
+        .expect("ledger entries")
+        .iter()
+        .filter(|r| r["job"] == id.as_str())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", a.body);
+    assert_eq!(rows[0]["gpu"], 5);
+    assert_eq!(rows[0]["user"], "kubernetes:ads");
+    assert!(rows[0]["micro_gpu_hours"].as_i64().unwrap() > 0);
     worker.stop().await;
 }

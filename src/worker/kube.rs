@@ -98,6 +98,15 @@ impl KubeWorld {
         self.jobs.contains_key(&seq)
     }
 
+    /// The unfinished jobs that arrived on the cluster: their name there
+    /// and their ID.
+    pub fn cluster_jobs(&self) -> BTreeMap<String, String> {
+        self.jobs
+            .values()
+            .filter_map(|r| Some((r.cluster_job.clone()?, r.id.clone())))
+            .collect()
+    }
+
     pub fn add(&mut self, mut rec: JobRecord) {
         rec.runtime.fit_tasks(rec.spec.tasks.len());
         self.jobs.insert(rec.seq, rec);
@@ -142,6 +151,14 @@ impl KubeWorld {
         let mut rec = self.jobs.remove(&seq)?;
         let doomed = names(&Self::current_pods(&rec, pods));
         self.close_holds(&mut rec, now, nodes);
+        if rec.cluster_job.is_some() {
+            // Partita cannot make a cluster job's pods again: they go, and
+            // their owner (a controller) makes new ones, a new job.
+            let reason =
+                format!("requeued by {by}: its pods were deleted for their owner to make again");
+            self.update_with(&mut rec, now, CANCELLED, reason, Some(now), true);
+            return (!doomed.is_empty()).then_some(Action::Delete { seq, pods: doomed });
+        }
         rec.runtime.queued_at = now;
         self.update_with(
             &mut rec,
@@ -184,8 +201,11 @@ impl KubeWorld {
             let mut rec = self.jobs.remove(&seq).expect("listed");
             let run = rec.runtime.epoch;
             let all = Self::current_pods(&rec, pods);
-            let (current, stale): (Vec<_>, Vec<_>) =
-                all.into_iter().partition(|p| run_of(p) == Some(run));
+            // A cluster job's pods are all its own: they have no runs.
+            let foreign = rec.cluster_job.is_some();
+            let (current, stale): (Vec<_>, Vec<_>) = all
+                .into_iter()
+                .partition(|p| foreign || run_of(p) == Some(run));
             // Pods of an earlier run that are still there (evicted and
             // terminating, or left by a crash between a run's end and
             // the deletion): make sure they go.
@@ -220,6 +240,10 @@ impl KubeWorld {
     ) -> bool {
         let run = rec.runtime.epoch;
         let tasks = rec.spec.tasks.len();
+        let foreign = rec.cluster_job.is_some();
+        if pods.len() < tasks && foreign {
+            return true; // its owner makes its pods
+        }
         if pods.len() < tasks {
             if !self.created.insert((rec.seq, run)) {
                 return true; // made; the watch has not shown them all yet
@@ -247,8 +271,11 @@ impl KubeWorld {
             return true;
         }
         let mut on = BTreeSet::new();
-        for p in pods {
-            let Some(task) = task_index(p) else { continue };
+        for (i, p) in pods.iter().enumerate() {
+            // Partita's pods are named by task; a cluster job's tasks are
+            // its pods in name order, as when it was stored.
+            let task = if foreign { Some(i) } else { task_index(p) };
+            let Some(task) = task else { continue };
             let Some(node) = node_of(p) else { continue };
             let ann = p.metadata.annotations.clone().unwrap_or_default();
             // A pod whose devices cannot be read still runs; it is
@@ -306,7 +333,7 @@ impl KubeWorld {
                 .filter(|p| !deleting(p) && phase(p) != "Failed")
                 .cloned()
                 .collect();
-            if !rest.is_empty() {
+            if !rest.is_empty() && rec.cluster_job.is_none() {
                 actions.push(Action::Delete {
                     seq: rec.seq,
                     pods: names(&rest),
@@ -317,7 +344,7 @@ impl KubeWorld {
             self.finish(rec.clone(), now, FAILED, reason);
             return false;
         }
-        if pods.len() == tasks && pods.iter().all(|p| phase(p) == "Succeeded") {
+        if pods.len() >= tasks && pods.iter().all(|p| phase(p) == "Succeeded") {
             self.close_holds(rec, now, nodes);
             let reason = format!("all {tasks} pods succeeded");
             self.finish(rec.clone(), now, SUCCEEDED, reason);
@@ -333,6 +360,17 @@ impl KubeWorld {
             .collect();
         if gone.is_empty() {
             return true;
+        }
+        if rec.cluster_job.is_some() {
+            // Not Partita's to bring back: whoever made the pods makes new
+            // ones, which are a new job.
+            self.close_holds(rec, now, nodes);
+            let reason = format!(
+                "pod {} was evicted or deleted on the cluster",
+                gone.join(", ")
+            );
+            self.finish(rec.clone(), now, CANCELLED, reason);
+            return false;
         }
         // The run is over: a pod was evicted (preemption) or deleted.
         let rest: Vec<_> = pods.iter().filter(|p| !deleting(p)).cloned().collect();

@@ -26,8 +26,11 @@ use tokio::sync::watch;
 
 use super::kube::{Action, KubeWorld, NodeFacts, PodTemplate};
 use super::{Options, clock, store};
+use crate::k8s::jobs::{group_name, job_id};
+use crate::k8s::names::{ANNOTATION_ESTIMATED_RUNTIME, DEFAULT_QUEUE, LABEL_QUEUE};
 use crate::k8s::node::{NodeOptions, view_node};
-use crate::k8s::resources::{Queue, QueueSpec};
+use crate::k8s::pod::{annotations_of, class_of, duration_annotation, labels_of, task_of};
+use crate::k8s::resources::{PodGroup, Queue, QueueSpec};
 use crate::k8s::workloads::{LABEL_JOB_ID, LABEL_MANAGED_BY, MANAGED_BY};
 
 /// How the worker reaches the cluster and what its pods run.
@@ -108,6 +111,24 @@ pub async fn active(
     )
     .await;
     let nodes = reflect(Api::<Node>::all(client.clone()), watcher::Config::default()).await;
+    // Pods people made for Partita's scheduler, and what names their team.
+    let theirs = reflect(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default()
+            .fields(&format!("spec.schedulerName={}", k.template.scheduler_name))
+            .labels(&format!("{LABEL_MANAGED_BY}!={MANAGED_BY}")),
+    )
+    .await;
+    let queues = reflect(
+        Api::<Queue>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .await;
+    let groups = reflect(
+        Api::<PodGroup>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .await;
     let mut world = KubeWorld::default();
     let mut since = store::xmin(&mut conn).await?;
     let unfinished = store::unfinished_jobs(&mut conn, epoch).await?;
@@ -127,6 +148,26 @@ pub async fn active(
         let mut tx = conn.begin().await?;
         cluster.sync_queues(&store::teams(&mut tx).await?).await;
         let mark = store::xmin(&mut tx).await?;
+        let arrived = cluster_jobs(&theirs, &queues, &groups);
+        let known = world.cluster_jobs();
+        for job in arrived
+            .values()
+            .filter(|j| !known.contains_key(&j.stored.cluster_job))
+        {
+            if !job.live {
+                continue; // finished before the worker saw it
+            }
+            match store::adopt_cluster_job(&mut tx, &job.stored).await? {
+                store::Adopted::Stored(id) => {
+                    tracing::info!(job = %id, cluster_job = %job.stored.cluster_job, team = %job.stored.team, "worker: a job arrived on the cluster")
+                }
+                store::Adopted::Known => {}
+                store::Adopted::NoTeam => tracing::debug!(
+                    cluster_job = %job.stored.cluster_job, team = %job.stored.team,
+                    "worker: a cluster job of a team the database does not have; left out"
+                ),
+            }
+        }
         for rec in store::new_jobs(&mut tx, clock.epoch, since).await? {
             if !world.knows(rec.seq) {
                 world.add(rec);
@@ -134,7 +175,12 @@ pub async fn active(
         }
         since = mark;
         let now = clock.now();
-        let by_job = pods_by_job(&pods);
+        let mut by_job = pods_by_job(&pods);
+        for (cluster_job, id) in world.cluster_jobs() {
+            if let Some(job) = arrived.get(&cluster_job) {
+                by_job.insert(id, job.pods.clone());
+            }
+        }
         let facts = node_facts(&nodes);
         let mut actions = Vec::new();
         for r in store::requests(&mut tx).await? {
@@ -195,6 +241,105 @@ fn pods_by_job(pods: &Store<Pod>) -> BTreeMap<String, Vec<Arc<Pod>>> {
     }
     for list in out.values_mut() {
         list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+    out
+}
+
+/// A job that arrived on the cluster: its pods (in name order) and the
+/// row to store for it.
+struct Arrived {
+    pods: Vec<Arc<Pod>>,
+    stored: store::ClusterJob,
+    /// Some pod has not finished.
+    live: bool,
+}
+
+/// The pods people made for Partita's scheduler, as jobs by their name on
+/// the cluster (`k8s::jobs::job_id`), each under its Queue's team. Pods
+/// the engine could not take (a bad demand) are left out: the scheduler
+/// tells their owners why in an Event.
+fn cluster_jobs(
+    pods: &Store<Pod>,
+    queues: &Store<Queue>,
+    groups: &Store<PodGroup>,
+) -> BTreeMap<String, Arrived> {
+    let mut by_job: BTreeMap<String, Vec<Arc<Pod>>> = BTreeMap::new();
+    for p in pods.state() {
+        by_job.entry(job_id(&p)).or_default().push(p);
+    }
+    let mut out = BTreeMap::new();
+    for (name, mut list) in by_job {
+        list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let first = &list[0];
+        let ns = first.metadata.namespace.clone().unwrap_or_default();
+        let group = group_name(first).to_string();
+        let pod_group = (!group.is_empty())
+            .then(|| {
+                groups.state().into_iter().find(|g| {
+                    g.metadata.namespace.as_deref() == Some(&ns)
+                        && g.metadata.name.as_deref() == Some(&group)
+                })
+            })
+            .flatten();
+        let queue = labels_of(first)
+            .get(LABEL_QUEUE)
+            .cloned()
+            .or_else(|| pod_group.as_ref().and_then(|g| g.spec.queue.clone()))
+            .unwrap_or_else(|| DEFAULT_QUEUE.to_string());
+        let Some(team) = queues
+            .state()
+            .into_iter()
+            .find(|q| q.metadata.name.as_deref() == Some(&queue))
+            .map(|q| q.spec.team.clone())
+        else {
+            continue;
+        };
+        let Ok(tasks) = list
+            .iter()
+            .map(|p| task_of(p))
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            continue;
+        };
+        let gang = match &pod_group {
+            Some(g) => g.spec.min_member,
+            None if group.is_empty() => 0,
+            None => tasks.len() as i32,
+        };
+        let duration =
+            duration_annotation(annotations_of(first), ANNOTATION_ESTIMATED_RUNTIME).unwrap_or(0);
+        let submitted = list
+            .iter()
+            .filter_map(|p| p.metadata.creation_timestamp.as_ref())
+            .map(|t| chrono::DateTime::<Utc>::from_timestamp_nanos(t.0.as_nanosecond() as i64))
+            .min()
+            .unwrap_or_else(Utc::now);
+        let live = list.iter().any(|p| {
+            !matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        });
+        let stored = store::ClusterJob {
+            cluster_job: name.clone(),
+            team,
+            class: class_of(first),
+            spec: super::spec::JobSpec {
+                tasks,
+                gang,
+                duration,
+                ..Default::default()
+            },
+            submitted,
+        };
+        out.insert(
+            name,
+            Arrived {
+                pods: list,
+                stored,
+                live,
+            },
+        );
     }
     out
 }
@@ -317,7 +462,7 @@ impl Cluster {
         };
         self.ensure_namespace(&ns).await?;
         if let Some(pg) = &w.pod_group {
-            let api = Api::<crate::k8s::resources::PodGroup>::namespaced(self.client.clone(), &ns);
+            let api = Api::<PodGroup>::namespaced(self.client.clone(), &ns);
             match api.create(&PostParams::default(), pg).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.code == 409 => {}

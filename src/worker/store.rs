@@ -521,7 +521,10 @@ pub async fn adopt_cluster_job(
         return Ok(Adopted::Known);
     };
     for (state, why) in [
-        ("submitted", format!("on the cluster as {}", job.cluster_job)),
+        (
+            "submitted",
+            format!("on the cluster as {}", job.cluster_job),
+        ),
         ("queued", reason.clone()),
     ] {
         sqlx::query!(
