@@ -77,6 +77,7 @@ impl Harness {
         let mut child = Command::new(bin)
             .arg("-dir")
             .arg(&dir)
+            .arg("--")
             .args(apiserver_flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

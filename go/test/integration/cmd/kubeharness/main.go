@@ -3,8 +3,8 @@
 // API server code a cluster runs (validation, CEL, subresources, CRDs,
 // watch), with no nodes, kubelets or controllers.
 //
-// Arguments after the flags are passed on to the kube-apiserver, e.g.
-// "--authorization-mode=Node,RBAC".
+// Arguments after the flags (and a "--") are passed on to the
+// kube-apiserver, e.g. "-- --authorization-mode=Node,RBAC".
 //
 // It writes a kubeconfig (cluster-admin) to DIR/kubeconfig, prints
 // "READY <path>" on stdout, and exits when its stdin closes, so it dies
