@@ -16,8 +16,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use partita::k8s::names;
 use serde_json::json;
 use support::kube_env::{
-    Env, MIG_NAMESPACE, TestPod, WAIT, WAIT_STATUS, annotation, api_code, client_from,
-    eventually, http_get, manifests,
+    Env, MIG_NAMESPACE, TestPod, WAIT, WAIT_STATUS, annotation, api_code, client_from, eventually,
+    http_get, manifests,
 };
 use support::kube_nodes::{LABEL_GPU_COUNT, gpu_node, mig_node};
 use support::kube_scheduler::{Scheduler, free_addr, test_flags};
@@ -61,7 +61,9 @@ async fn deployment_manifests() {
         ],
     ))
     .await;
-    e.create_queue("team-a", 3, 4, json!({})).await.expect("queue team-a");
+    e.create_queue("team-a", 3, 4, json!({}))
+        .await
+        .expect("queue team-a");
     let k = e.kubelet();
     let _mm = e.mig_manager();
 
@@ -84,11 +86,21 @@ async fn deployment_manifests() {
             .is_some_and(|h| !h.is_empty()))
     })
     .await;
-    e.create_pod(TestPod { name: "batch", gpus: 1, queue: "team-a", ..Default::default() })
-        .await;
+    e.create_pod(TestPod {
+        name: "batch",
+        gpus: 1,
+        queue: "team-a",
+        ..Default::default()
+    })
+    .await;
     e.wait_bound(&["batch"]).await;
-    e.create_pod(TestPod { name: "llm", mig: "3g.40gb", queue: "team-a", ..Default::default() })
-        .await;
+    e.create_pod(TestPod {
+        name: "llm",
+        mig: "3g.40gb",
+        queue: "team-a",
+        ..Default::default()
+    })
+    .await;
     e.wait_bound(&["llm"]).await;
     // Preemption: a production pod takes the batch pod's GPU.
     e.create_pod(TestPod {
@@ -118,7 +130,10 @@ async fn deployment_manifests() {
     let sa_client = client_from(&sa).await;
     let nodes: Api<Node> = Api::all(sa_client.clone());
     for (what, patch) in [
-        ("patching another node label", json!({"metadata": {"labels": {"team": "mine"}}})),
+        (
+            "patching another node label",
+            json!({"metadata": {"labels": {"team": "mine"}}}),
+        ),
         ("cordoning a node", json!({"spec": {"unschedulable": true}})),
     ] {
         let got = nodes
@@ -126,7 +141,9 @@ async fn deployment_manifests() {
             .await;
         match got {
             Err(err) if matches!(api_code(&err), Some(422 | 403)) => {}
-            other => panic!("{what}: got {other:?}, want it denied by the ValidatingAdmissionPolicy"),
+            other => {
+                panic!("{what}: got {other:?}, want it denied by the ValidatingAdmissionPolicy")
+            }
         }
     }
     let secrets: Api<Secret> = Api::namespaced(sa_client, "default");
@@ -152,7 +169,10 @@ async fn deployment_manifests() {
     })
     .await;
     for failed in [r#"result="forbidden""#, r#"result="error""#] {
-        let lines: Vec<&str> = body.lines().filter(|l| l.contains("partita_kube")).collect();
+        let lines: Vec<&str> = body
+            .lines()
+            .filter(|l| l.contains("partita_kube"))
+            .collect();
         assert!(
             !body.contains(failed),
             "metrics report failed calls ({failed}):\n{}",
@@ -176,17 +196,62 @@ fn serving_cert(dir: &Path) -> (Vec<u8>, PathBuf, PathBuf) {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-    run(&[&["req", "-x509"], &ec[..], &["-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=partita-test-ca"]].concat());
-    run(&[&["req"], &ec[..], &["-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=127.0.0.1"]].concat());
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"],
+        &ec[..],
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=partita-test-ca",
+        ],
+    ]
+    .concat());
+    run(&[
+        &["req"],
+        &ec[..],
+        &[
+            "-keyout",
+            "tls.key",
+            "-out",
+            "tls.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ]
+    .concat());
     std::fs::write(
         dir.join("ext.cnf"),
         "subjectAltName=IP:127.0.0.1\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap();
     run(&[
-        "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "tls.crt", "-days", "1", "-extfile", "ext.cnf",
+        "x509",
+        "-req",
+        "-in",
+        "tls.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "tls.crt",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
     ]);
     let ca = std::fs::read(dir.join("ca.crt")).unwrap();
     (ca, dir.join("tls.crt"), dir.join("tls.key"))
@@ -226,7 +291,11 @@ async fn webhook_sets_the_device_request() {
         .into_iter()
         .filter(|m| m["kind"] == "MutatingWebhookConfiguration")
         .collect();
-    assert_eq!(configs.len(), 1, "webhook.yaml: MutatingWebhookConfigurations");
+    assert_eq!(
+        configs.len(),
+        1,
+        "webhook.yaml: MutatingWebhookConfigurations"
+    );
     let mut cfg = configs.remove(0);
     let hooks = cfg["webhooks"].as_array_mut().expect("webhooks");
     assert_eq!(hooks.len(), 1, "webhook.yaml: webhooks");
@@ -314,4 +383,125 @@ fn limits(p: &Pod) -> std::collections::BTreeMap<String, String> {
         .and_then(|r| r.limits.as_ref())
         .map(|l| l.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
         .unwrap_or_default()
+}
+
+/// The bodies of the ```yaml blocks of a Markdown text.
+fn yaml_blocks(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("```yaml\n") {
+        rest = &rest[start + "```yaml\n".len()..];
+        let Some(end) = rest.find("```") else { break };
+        out.push(&rest[..end]);
+        rest = &rest[end + 3..];
+    }
+    out
+}
+
+/// docs_examples (Go: TestDocsExamples): keeps docs/kubernetes.md honest.
+/// Its Queue, PodGroup and Job examples are created on a real API server
+/// with Partita's CRDs (kinds the server does not know, such as
+/// Kubeflow's, are skipped), the labels and annotations in its pod
+/// templates are the ones Partita reads, and its mig-parted example is a
+/// valid config under the name Partita would give it.
+#[tokio::test]
+async fn docs_examples() {
+    let Some(e) = Env::new(&[]).await else { return };
+    let text = std::fs::read_to_string(support::kube_env::repo_file("docs/kubernetes.md"))
+        .expect("docs/kubernetes.md");
+    e.create_namespace("ml").await;
+    let known = [
+        names::LABEL_POD_GROUP,
+        names::LABEL_QUEUE,
+        names::LABEL_COSCHEDULING_POD_GROUP,
+        names::ANNOTATION_MIN_MEMBER,
+        names::ANNOTATION_GPU_MEMORY,
+        names::ANNOTATION_GPU_COMPUTE,
+        names::ANNOTATION_ESTIMATED_RUNTIME,
+        names::ANNOTATION_LAST_CHECKPOINT,
+    ];
+    let mut problems = Vec::new();
+    let mut created: std::collections::BTreeMap<String, usize> = Default::default();
+    for (i, block) in yaml_blocks(&text).into_iter().enumerate() {
+        let docs: Vec<serde_json::Value> = match serde_saphyr::from_multiple(block) {
+            Ok(d) => d,
+            Err(err) => {
+                eprintln!("block {i}: not YAML ({err}), skipped");
+                continue;
+            }
+        };
+        for obj in docs.into_iter().filter(|d| d.is_object()) {
+            if obj.get("mig-configs").is_some() {
+                check_mig_example(block, &mut problems);
+                continue;
+            }
+            for meta in [&obj["metadata"], &obj["spec"]["template"]["metadata"]] {
+                for kind in ["labels", "annotations"] {
+                    for key in meta[kind].as_object().into_iter().flat_map(|m| m.keys()) {
+                        if key.starts_with("partita.dev/") && !known.contains(&key.as_str()) {
+                            problems.push(format!(
+                                "block {i}: {key} is not a label or annotation Partita reads"
+                            ));
+                        }
+                    }
+                }
+            }
+            let Some(kind) = obj["kind"].as_str().filter(|k| !k.is_empty()) else {
+                continue; // a fragment
+            };
+            match e.create(&obj).await {
+                Err(support::kube_env::CreateError::NotServed(what)) => {
+                    eprintln!("block {i}: {what}, skipped");
+                    continue;
+                }
+                Err(err) => {
+                    problems.push(format!("block {i}: create {kind}: {err}"));
+                    continue;
+                }
+                Ok(()) => {}
+            }
+            *created.entry(kind.to_string()).or_default() += 1;
+            if kind == "Job" {
+                let s = &obj["spec"]["template"]["spec"]["schedulerName"];
+                if s != names::DEFAULT_SCHEDULER_NAME {
+                    problems.push(format!("the Job example's schedulerName is {s}"));
+                }
+            }
+        }
+    }
+    for kind in ["Queue", "PodGroup", "Job"] {
+        if !created.contains_key(kind) {
+            problems.push(format!("no {kind} example was created"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The example config parses, every partita- entry carries the name
+/// Partita gives its content, and its layouts fit an H100-80GB.
+fn check_mig_example(text: &str, problems: &mut Vec<String>) {
+    let configs = support::kube_env::parse_mig_parted(text)
+        .unwrap_or_else(|err| panic!("mig-parted example: {err}"));
+    let h100 = partita_engine::gpu::lookup("H100-80GB");
+    for (name, specs) in configs.iter().filter(|(n, _)| n.starts_with("partita-")) {
+        let (gpus, named) = match partita::k8s::migconfig::expand_specs(specs, 8) {
+            Ok(g) => g,
+            Err(err) => panic!("mig-parted example {name} on 8 GPUs: {err}"),
+        };
+        assert!(
+            named.iter().all(|n| *n),
+            "mig-parted example {name} on 8 GPUs: named {named:?}"
+        );
+        let got = partita::k8s::migconfig::config_name(&gpus);
+        if &got != name {
+            problems.push(format!(
+                "mig-parted example is named {name}; Partita names that content {got}"
+            ));
+        }
+        for (i, g) in gpus.iter().enumerate().filter(|(_, g)| g.mig) {
+            if let Err(err) = partita::k8s::migconfig::pack_layouts(&h100, &g.counts, 1) {
+                problems.push(format!("mig-parted example {name} GPU {i}: {err}"));
+            }
+        }
+    }
 }

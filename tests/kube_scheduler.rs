@@ -30,14 +30,34 @@ use support::kube_scheduler::{free_addr, test_flags};
 async fn binds_with_devices() {
     let Some(e) = Env::new(&[]).await else { return };
     e.create_node(&gpu_node("gpu-0", 8, &[])).await;
-    e.create_node(&mig_node("mig-0", 0, &[("1g.10gb", 7)], &[(LABEL_GPU_COUNT, "1")]))
-        .await;
+    e.create_node(&mig_node(
+        "mig-0",
+        0,
+        &[("1g.10gb", 7)],
+        &[(LABEL_GPU_COUNT, "1")],
+    ))
+    .await;
     let _k = e.kubelet();
     let _s = e.start_scheduler(&test_flags());
 
-    e.create_pod(TestPod { name: "train-a", gpus: 2, ..Default::default() }).await;
-    e.create_pod(TestPod { name: "train-b", gpus: 4, ..Default::default() }).await;
-    e.create_pod(TestPod { name: "infer", mig: "1g.10gb", ..Default::default() }).await;
+    e.create_pod(TestPod {
+        name: "train-a",
+        gpus: 2,
+        ..Default::default()
+    })
+    .await;
+    e.create_pod(TestPod {
+        name: "train-b",
+        gpus: 4,
+        ..Default::default()
+    })
+    .await;
+    e.create_pod(TestPod {
+        name: "infer",
+        mig: "1g.10gb",
+        ..Default::default()
+    })
+    .await;
     // No webhook in this test: the memory need is honoured by the
     // scheduler's bookkeeping, and the pod is told the device plugin will
     // not give it a device.
@@ -47,7 +67,9 @@ async fn binds_with_devices() {
         ..Default::default()
     })
     .await;
-    let bound = e.wait_bound(&["train-a", "train-b", "infer", "embed"]).await;
+    let bound = e
+        .wait_bound(&["train-a", "train-b", "infer", "embed"])
+        .await;
 
     let mut used = HashSet::new();
     for (name, want) in [("train-a", 2), ("train-b", 4)] {
@@ -55,7 +77,12 @@ async fn binds_with_devices() {
         assert_eq!(node_name(p), "gpu-0", "{name}");
         let gpus = annotation(p, names::ANNOTATION_GPUS);
         let list: Vec<&str> = gpus.split(',').collect();
-        assert_eq!(list.len(), want, "{name}: {}={gpus:?}", names::ANNOTATION_GPUS);
+        assert_eq!(
+            list.len(),
+            want,
+            "{name}: {}={gpus:?}",
+            names::ANNOTATION_GPUS
+        );
         for g in list {
             assert!(used.insert(g.to_string()), "GPU {g} given twice");
         }
@@ -77,9 +104,14 @@ async fn binds_with_devices() {
         );
         assert!(slices.insert(s.to_string()), "instance {s} given twice");
     }
-    e.wait_event("train-a", "Scheduled", "assigned default/train-a to gpu-0 (GPUs")
+    e.wait_event(
+        "train-a",
+        "Scheduled",
+        "assigned default/train-a to gpu-0 (GPUs",
+    )
+    .await;
+    e.wait_event("embed", "NoDeviceRequest", "admission webhook")
         .await;
-    e.wait_event("embed", "NoDeviceRequest", "admission webhook").await;
 }
 
 /// gang_all_or_nothing (Go: TestGangAllOrNothing): a gang starts whole or
@@ -91,22 +123,48 @@ async fn gang_all_or_nothing() {
     e.create_node(&gpu_node("gpu-1", 4, &[])).await;
     let _k = e.kubelet();
     // Another scheduler's pod holds one GPU of gpu-0: Partita counts it.
-    e.create_pod(TestPod { name: "blocker", gpus: 1, scheduler: "default-scheduler", ..Default::default() })
-        .await;
+    e.create_pod(TestPod {
+        name: "blocker",
+        gpus: 1,
+        scheduler: "default-scheduler",
+        ..Default::default()
+    })
+    .await;
     e.bind_to("blocker", "gpu-0").await.expect("bind blocker");
     let _s = e.start_scheduler(&test_flags());
 
-    e.create_pod_group("big", 2, "").await.expect("create PodGroup big");
-    e.create_pod(TestPod { name: "big-0", group: "big", gpus: 4, ..Default::default() }).await;
-    e.create_pod(TestPod { name: "big-1", group: "big", gpus: 4, ..Default::default() }).await;
+    e.create_pod_group("big", 2, "")
+        .await
+        .expect("create PodGroup big");
+    e.create_pod(TestPod {
+        name: "big-0",
+        group: "big",
+        gpus: 4,
+        ..Default::default()
+    })
+    .await;
+    e.create_pod(TestPod {
+        name: "big-1",
+        group: "big",
+        gpus: 4,
+        ..Default::default()
+    })
+    .await;
     // Three of four pods of a gang declared by annotation.
     let ann = [(names::ANNOTATION_MIN_MEMBER, "4")];
     for n in ["small-0", "small-1", "small-2"] {
-        e.create_pod(TestPod { name: n, group: "small", gpus: 1, ann: &ann, ..Default::default() })
-            .await;
+        e.create_pod(TestPod {
+            name: n,
+            group: "small",
+            gpus: 1,
+            ann: &ann,
+            ..Default::default()
+        })
+        .await;
     }
     e.wait_event("big-0", "FailedScheduling", "gang").await;
-    e.wait_event("small-0", "FailedScheduling", "gang: 3 of 4 pods exist").await;
+    e.wait_event("small-0", "FailedScheduling", "gang: 3 of 4 pods exist")
+        .await;
     e.stay_pending(
         Duration::from_secs(1),
         &["big-0", "big-1", "small-0", "small-1", "small-2"],
@@ -115,10 +173,18 @@ async fn gang_all_or_nothing() {
 
     // The last member arrives: the small gang fits on gpu-1 (or the free
     // GPUs of gpu-0) and starts whole.
-    e.create_pod(TestPod { name: "small-3", group: "small", gpus: 1, ann: &ann, ..Default::default() })
+    e.create_pod(TestPod {
+        name: "small-3",
+        group: "small",
+        gpus: 1,
+        ann: &ann,
+        ..Default::default()
+    })
+    .await;
+    e.wait_bound(&["small-0", "small-1", "small-2", "small-3"])
         .await;
-    e.wait_bound(&["small-0", "small-1", "small-2", "small-3"]).await;
-    e.stay_pending(Duration::from_millis(500), &["big-0", "big-1"]).await;
+    e.stay_pending(Duration::from_millis(500), &["big-0", "big-1"])
+        .await;
 
     // Room for the big gang: both members start.
     for n in ["blocker", "small-0", "small-1", "small-2", "small-3"] {
@@ -146,14 +212,23 @@ async fn quota_and_borrowing() {
     let Some(e) = Env::new(&[]).await else { return };
     e.create_node(&gpu_node("gpu-0", 4, &[])).await;
     let k = e.kubelet();
-    e.create_queue("research", 2, 4, json!({})).await.expect("queue research");
-    e.create_queue("prod", 2, 2, json!({})).await.expect("queue prod");
+    e.create_queue("research", 2, 4, json!({}))
+        .await
+        .expect("queue research");
+    e.create_queue("prod", 2, 2, json!({}))
+        .await
+        .expect("queue prod");
     let _s = e.start_scheduler(&test_flags());
 
     let names = ["r0", "r1", "r2", "r3", "r4"];
     for n in names {
-        e.create_pod(TestPod { name: n, queue: "research", gpus: 1, ..Default::default() })
-            .await;
+        e.create_pod(TestPod {
+            name: n,
+            queue: "research",
+            gpus: 1,
+            ..Default::default()
+        })
+        .await;
         tokio::time::sleep(Duration::from_millis(10)).await; // distinct creation order
     }
     // Burst 4: four run (two of them borrowed), the fifth waits on quota.
@@ -171,9 +246,21 @@ async fn quota_and_borrowing() {
     // one eviction each. (One at a time: while the first claim's victim
     // exits its node is promised to it, and the engine then holds off a
     // second victim search for a while.)
-    e.create_pod(TestPod { name: "p0", queue: "prod", gpus: 1, ..Default::default() }).await;
+    e.create_pod(TestPod {
+        name: "p0",
+        queue: "prod",
+        gpus: 1,
+        ..Default::default()
+    })
+    .await;
     e.wait_bound(&["p0"]).await;
-    e.create_pod(TestPod { name: "p1", queue: "prod", gpus: 1, ..Default::default() }).await;
+    e.create_pod(TestPod {
+        name: "p1",
+        queue: "prod",
+        gpus: 1,
+        ..Default::default()
+    })
+    .await;
     e.wait_bound(&["p1"]).await;
     let evicted = names[..4].iter().filter(|n| k.was_evicted(n)).count();
     assert_eq!(evicted, 2, "research pods evicted through the Eviction API");
@@ -190,27 +277,49 @@ async fn preemption_through_eviction() {
     let classes: Api<PriorityClass> = Api::all(e.client.clone());
     for (name, value) in [("batch", 0), ("production", 1_000_000)] {
         let pc = PriorityClass {
-            metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
             value: Some(value),
             ..Default::default()
         };
-        classes.create(&PostParams::default(), &pc).await.expect("create PriorityClass");
+        classes
+            .create(&PostParams::default(), &pc)
+            .await
+            .expect("create PriorityClass");
     }
     let _s = e.start_scheduler(&test_flags());
-    e.create_pod(TestPod { name: "b0", gpus: 1, priority_class: "batch", ..Default::default() })
-        .await;
-    e.create_pod(TestPod { name: "b1", gpus: 1, priority_class: "batch", ..Default::default() })
-        .await;
+    e.create_pod(TestPod {
+        name: "b0",
+        gpus: 1,
+        priority_class: "batch",
+        ..Default::default()
+    })
+    .await;
+    e.create_pod(TestPod {
+        name: "b1",
+        gpus: 1,
+        priority_class: "batch",
+        ..Default::default()
+    })
+    .await;
     e.wait_bound(&["b0", "b1"]).await;
 
-    e.create_pod(TestPod { name: "serve", gpus: 1, priority_class: "production", ..Default::default() })
-        .await;
+    e.create_pod(TestPod {
+        name: "serve",
+        gpus: 1,
+        priority_class: "production",
+        ..Default::default()
+    })
+    .await;
     e.wait_bound(&["serve"]).await;
     let mut victims = 0;
     for n in ["b0", "b1"] {
         if k.was_evicted(n) {
             victims += 1;
-            e.wait_event(n, "Preempted", "preempted for pod:default/serve").await;
+            e.wait_event(n, "Preempted", "preempted for pod:default/serve")
+                .await;
         }
     }
     assert_eq!(victims, 1, "batch pods evicted");
@@ -256,8 +365,12 @@ async fn wait_policy(e: &Env, refused: bool, probes: &mut usize) {
     loop {
         let name = format!("probe-{probes}");
         *probes += 1;
-        e.create_pod(TestPod { name: &name, scheduler: "nobody", ..Default::default() })
-            .await;
+        e.create_pod(TestPod {
+            name: &name,
+            scheduler: "nobody",
+            ..Default::default()
+        })
+        .await;
         match e.bind_to(&name, "nowhere").await {
             Ok(()) if !refused => return,
             Err(err) if matches!(api_code(&err), Some(403 | 422)) && refused => return,
@@ -265,7 +378,10 @@ async fn wait_policy(e: &Env, refused: bool, probes: &mut usize) {
             Err(err) if matches!(api_code(&err), Some(403 | 422)) => {}
             Err(err) => panic!("bind {name}: {err}"),
         }
-        assert!(start.elapsed() < WAIT, "binds refused: {refused}: not within {WAIT:?}");
+        assert!(
+            start.elapsed() < WAIT,
+            "binds refused: {refused}: not within {WAIT:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -283,9 +399,17 @@ async fn restart_halfway() {
     e.create_node(&gpu_node("gpu-0", 8, &[])).await;
     let _k = e.kubelet();
     let names = ["w0", "w1", "w2", "w3"];
-    e.create_pod_group("ring", 4, "").await.expect("create PodGroup ring");
+    e.create_pod_group("ring", 4, "")
+        .await
+        .expect("create PodGroup ring");
     for n in names {
-        e.create_pod(TestPod { name: n, group: "ring", gpus: 2, ..Default::default() }).await;
+        e.create_pod(TestPod {
+            name: n,
+            group: "ring",
+            gpus: 2,
+            ..Default::default()
+        })
+        .await;
     }
 
     // The first scheduler gets two binds through, every other bind fails,
@@ -301,7 +425,11 @@ async fn restart_halfway() {
     s1.assert_running();
     s1.kill();
     for n in ["w2", "w3"] {
-        assert_eq!(node_name(&e.pod(n).await), "", "{n} bound despite the policy");
+        assert_eq!(
+            node_name(&e.pod(n).await),
+            "",
+            "{n} bound despite the policy"
+        );
     }
 
     let client = e.client.clone();
@@ -323,10 +451,14 @@ async fn restart_halfway() {
     let bound = e.wait_bound(&names).await;
     // What it tried: binds by result, every try counted once it returns.
     let mut text = String::new();
-    eventually(WAIT_STATUS, "the second scheduler's binds counted", async || {
-        text = http_get(&metrics, "/metrics")?.1;
-        Ok(metric(&text, r#"partita_kube_binds_total{result="ok"}"#) == Some(2.0))
-    })
+    eventually(
+        WAIT_STATUS,
+        "the second scheduler's binds counted",
+        async || {
+            text = http_get(&metrics, "/metrics")?.1;
+            Ok(metric(&text, r#"partita_kube_binds_total{result="ok"}"#) == Some(2.0))
+        },
+    )
     .await;
     s2.assert_running();
     let tries: Vec<&str> = text
@@ -388,10 +520,20 @@ async fn bad_objects() {
         other => panic!("PodGroup with minMember 0: got {other:?}, want Invalid"),
     }
 
-    e.create_node(&mig_node("mig-0", 0, &[("1g.10gb", 7)], &[(LABEL_GPU_COUNT, "1")]))
-        .await;
+    e.create_node(&mig_node(
+        "mig-0",
+        0,
+        &[("1g.10gb", 7)],
+        &[(LABEL_GPU_COUNT, "1")],
+    ))
+    .await;
     let _s = e.start_scheduler(&test_flags());
-    e.create_pod(TestPod { name: "odd", mig: "5g.99gb", ..Default::default() }).await;
+    e.create_pod(TestPod {
+        name: "odd",
+        mig: "5g.99gb",
+        ..Default::default()
+    })
+    .await;
     let ev = e
         .wait_event(
             "odd",
@@ -400,10 +542,19 @@ async fn bad_objects() {
         )
         .await;
     eprintln!("event: {}", ev.message.unwrap_or_default());
-    e.create_pod(TestPod { name: "nowhere", queue: "missing", gpus: 1, ..Default::default() })
-        .await;
-    e.wait_event("nowhere", "FailedScheduling", r#"queue "missing" does not exist"#)
-        .await;
+    e.create_pod(TestPod {
+        name: "nowhere",
+        queue: "missing",
+        gpus: 1,
+        ..Default::default()
+    })
+    .await;
+    e.wait_event(
+        "nowhere",
+        "FailedScheduling",
+        r#"queue "missing" does not exist"#,
+    )
+    .await;
 }
 
 /// The MIG nodes of the MIG tests: one H100 split the GPU Operator's
@@ -435,7 +586,12 @@ async fn mig_reconfiguration_through_the_label() {
     let mm = e.mig_manager();
     let _s = e.start_scheduler(&test_flags());
 
-    e.create_pod(TestPod { name: "llm", mig: "3g.40gb", ..Default::default() }).await;
+    e.create_pod(TestPod {
+        name: "llm",
+        mig: "3g.40gb",
+        ..Default::default()
+    })
+    .await;
     let p = e.wait_bound(&["llm"]).await.remove("llm").unwrap();
     let s = annotation(&p, names::ANNOTATION_MIG_SLICE);
     assert!(
@@ -450,8 +606,15 @@ async fn mig_reconfiguration_through_the_label() {
     );
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(e.client.clone(), MIG_NAMESPACE);
-    let cm = cms.get(MIG_CONFIGMAP).await.expect("the mig-parted ConfigMap");
-    let text = cm.data.unwrap_or_default().remove(MIG_CONFIG_KEY).unwrap_or_default();
+    let cm = cms
+        .get(MIG_CONFIGMAP)
+        .await
+        .expect("the mig-parted ConfigMap");
+    let text = cm
+        .data
+        .unwrap_or_default()
+        .remove(MIG_CONFIG_KEY)
+        .unwrap_or_default();
     let configs = parse_mig_parted(&text).unwrap();
     let name = changes[0].trim_start_matches("mig-0=");
     let gpus = migconfig::expand_specs(&configs[name], 1).map(|(g, _)| g);
@@ -465,7 +628,10 @@ async fn mig_reconfiguration_through_the_label() {
     let h100 = partita_engine::gpu::lookup("H100-80GB");
     let layouts = migconfig::pack_layouts(&h100, &gpus[0].counts, 1).expect("the layout packs");
     h100.validate(&layouts[0].0).expect("a valid H100 layout");
-    assert!(configs.contains_key("all-disabled"), "the ConfigMap lacks all-disabled");
+    assert!(
+        configs.contains_key("all-disabled"),
+        "the ConfigMap lacks all-disabled"
+    );
     eprintln!("mig-parted config:\n{text}");
 }
 
@@ -481,12 +647,22 @@ async fn mig_changes_only_idle_nodes() {
     e.create_node(&split_node("idle")).await;
     let _k = e.kubelet();
     let mm = e.mig_manager();
-    e.create_pod(TestPod { name: "running", mig: "1g.10gb", scheduler: "default-scheduler", ..Default::default() })
-        .await;
+    e.create_pod(TestPod {
+        name: "running",
+        mig: "1g.10gb",
+        scheduler: "default-scheduler",
+        ..Default::default()
+    })
+    .await;
     e.bind_to("running", "busy").await.expect("bind running");
     let _s = e.start_scheduler(&test_flags());
 
-    e.create_pod(TestPod { name: "llm", mig: "3g.40gb", ..Default::default() }).await;
+    e.create_pod(TestPod {
+        name: "llm",
+        mig: "3g.40gb",
+        ..Default::default()
+    })
+    .await;
     let p = e.wait_bound(&["llm"]).await.remove("llm").unwrap();
     assert_eq!(node_name(&p), "idle", "llm's node");
     let changes = mm.changes();

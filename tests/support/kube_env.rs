@@ -146,10 +146,9 @@ pub fn api_code(e: &kube::Error) -> Option<u16> {
 /// The YAML documents of a file under deploy/kubernetes.
 pub fn manifests(name: &str) -> Vec<Value> {
     let path = repo_file(&format!("deploy/kubernetes/{name}"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     docs.into_iter()
         .filter(|d| d.as_object().is_some_and(|o| !o.is_empty()))
         .collect()
@@ -200,14 +199,18 @@ impl Env {
             crds.create(&PostParams::default(), &crd)
                 .await
                 .unwrap_or_else(|e| panic!("create CRD {name}: {e}"));
-            eventually(WAIT_STATUS, &format!("CRD {name} established"), async || {
-                let c = crds.get(&name).await?;
-                Ok(c.status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True"))
-            })
+            eventually(
+                WAIT_STATUS,
+                &format!("CRD {name} established"),
+                async || {
+                    let c = crds.get(&name).await?;
+                    Ok(c.status
+                        .and_then(|s| s.conditions)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True"))
+                },
+            )
             .await;
         }
         // Discovery of a just-established CRD can lag; wait until both serve.
@@ -280,8 +283,12 @@ impl Env {
             .create(&PostParams::default(), n)
             .await
             .unwrap_or_else(|e| panic!("create node {name}: {e}"));
-        let Some(spec) = got.spec.as_mut() else { return };
-        let Some(taints) = spec.taints.as_mut() else { return };
+        let Some(spec) = got.spec.as_mut() else {
+            return;
+        };
+        let Some(taints) = spec.taints.as_mut() else {
+            return;
+        };
         let before = taints.len();
         taints.retain(|t| t.key != "node.kubernetes.io/not-ready");
         if taints.len() == before {
@@ -535,7 +542,9 @@ impl Env {
                         if evicted_by_api(&p) {
                             evicted.lock().unwrap().insert(name.clone());
                         }
-                        let _ = pods.delete(&name, &DeleteParams::default().grace_period(0)).await;
+                        let _ = pods
+                            .delete(&name, &DeleteParams::default().grace_period(0))
+                            .await;
                         continue;
                     }
                     if !node_name(&p).is_empty()
@@ -577,13 +586,18 @@ impl Env {
                 };
                 for n in list.items {
                     let labels = n.metadata.labels.clone().unwrap_or_default();
-                    if labels.get(names::LABEL_MIG_CONFIG_STATE).map(String::as_str)
+                    if labels
+                        .get(names::LABEL_MIG_CONFIG_STATE)
+                        .map(String::as_str)
                         != Some(names::MIG_STATE_PENDING)
                     {
                         continue;
                     }
                     let name = n.metadata.name.clone().unwrap_or_default();
-                    let config = labels.get(names::LABEL_MIG_CONFIG).cloned().unwrap_or_default();
+                    let config = labels
+                        .get(names::LABEL_MIG_CONFIG)
+                        .cloned()
+                        .unwrap_or_default();
                     match apply_mig(&client, n).await {
                         Ok(()) => applied.lock().unwrap().push(format!("{name}={config}")),
                         Err(ApplyMigError::Conflict) => {}
@@ -601,12 +615,24 @@ impl Env {
 
 impl Drop for Env {
     fn drop(&mut self) {
-        for t in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
             t.abort();
         }
-        let errors = self.errors.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let errors = self
+            .errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         if !errors.is_empty() && !std::thread::panicking() {
-            panic!("errors in the fake cluster components:\n{}", errors.join("\n"));
+            panic!(
+                "errors in the fake cluster components:\n{}",
+                errors.join("\n")
+            );
         }
     }
 }
@@ -637,7 +663,8 @@ fn evicted_by_api(p: &Pod) -> bool {
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| {
             cs.iter().any(|c| {
-                c.type_ == "DisruptionTarget" && c.reason.as_deref() == Some("EvictionByEvictionAPI")
+                c.type_ == "DisruptionTarget"
+                    && c.reason.as_deref() == Some("EvictionByEvictionAPI")
             })
         })
 }
@@ -695,7 +722,10 @@ async fn apply_mig(client: &kube::Client, mut n: Node) -> Result<(), ApplyMigErr
         .ok_or_else(|| format!("the ConfigMap has no {MIG_CONFIG_KEY}"))?;
     let configs = parse_mig_parted(text)?;
     let labels = n.metadata.labels.get_or_insert_default();
-    let name = labels.get(names::LABEL_MIG_CONFIG).cloned().unwrap_or_default();
+    let name = labels
+        .get(names::LABEL_MIG_CONFIG)
+        .cloned()
+        .unwrap_or_default();
     let specs = configs
         .get(&name)
         .ok_or_else(|| format!("config {name} not in the ConfigMap"))?;
@@ -705,7 +735,10 @@ async fn apply_mig(client: &kube::Client, mut n: Node) -> Result<(), ApplyMigErr
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     let (gpus, _) = migconfig::expand_specs(specs, total)?;
-    labels.insert(names::LABEL_MIG_CONFIG_STATE.into(), names::MIG_STATE_SUCCESS.into());
+    labels.insert(
+        names::LABEL_MIG_CONFIG_STATE.into(),
+        names::MIG_STATE_SUCCESS.into(),
+    );
     let nodes: Api<Node> = Api::all(client.clone());
     let node_name = n.metadata.name.clone().unwrap_or_default();
     let mut n = api_result(nodes.replace(&node_name, &PostParams::default(), &n).await)?;

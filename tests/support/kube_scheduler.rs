@@ -84,7 +84,10 @@ impl Scheduler {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if std::env::var_os("RUST_LOG").is_none() {
-            cmd.env("RUST_LOG", "debug,kube=info,hyper=info,tower=info,rustls=info");
+            cmd.env(
+                "RUST_LOG",
+                "debug,kube=info,hyper=info,tower=info,rustls=info",
+            );
         }
         let mut child = cmd
             .spawn()
@@ -93,7 +96,10 @@ impl Scheduler {
         let echo = std::env::var_os("PARTITA_TEST_LOG").is_some();
         let out = child.stdout.take().unwrap();
         let err = child.stderr.take().unwrap();
-        for pipe in [Box::new(out) as Box<dyn std::io::Read + Send>, Box::new(err)] {
+        for pipe in [
+            Box::new(out) as Box<dyn std::io::Read + Send>,
+            Box::new(err),
+        ] {
             let log = log.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines().map_while(Result::ok) {
