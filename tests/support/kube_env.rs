@@ -31,7 +31,7 @@ use tokio::task::JoinHandle;
 
 use super::kube::Harness;
 use super::kube_nodes::{LABEL_GPU_COUNT, RESOURCE_GPU, mig_resource};
-use super::kube_scheduler::{Flags, Scheduler};
+use super::kube_scheduler::{Flags, Scheduler, check_none_died, forget_deaths};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -122,6 +122,7 @@ pub async fn eventually(
     let start = Instant::now();
     let mut last = String::from("none");
     loop {
+        check_none_died();
         match cond().await {
             Ok(true) => return,
             Ok(false) => {}
@@ -176,6 +177,7 @@ impl Env {
     /// extra flags; None where Go is missing (see [`super::kube`]).
     pub async fn new(apiserver_flags: &[&str]) -> Option<Env> {
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        forget_deaths();
         let harness = Harness::start(apiserver_flags)?;
         let client = client_from(&harness.kubeconfig).await;
         let e = Env {
@@ -391,6 +393,7 @@ impl Env {
     /// scheduling cycles): a negative cannot be waited for.
     pub async fn stay_pending(&self, d: Duration, names: &[&str]) {
         tokio::time::sleep(d).await;
+        check_none_died();
         for n in names {
             let p = self.pod(n).await;
             assert!(

@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,8 +68,29 @@ pub fn binary() -> PathBuf {
 /// A running `partita kube`; killed on drop.
 #[must_use = "the scheduler is killed when its guard is dropped"]
 pub struct Scheduler {
-    child: Child,
+    child: Arc<Mutex<Child>>,
     log: Arc<Mutex<VecDeque<String>>>,
+    /// Set before the test kills it, so its end is not taken for a death.
+    killed: Arc<AtomicBool>,
+}
+
+/// Why a scheduler exited on its own (its status and last log lines),
+/// until a test's wait reports it: a scheduler that died (or a binary
+/// without `kube`) fails the test at once instead of at a timeout.
+static DIED: Mutex<Option<String>> = Mutex::new(None);
+
+/// Panics if a scheduler of this test exited on its own. The waits of
+/// tests/support/kube_env.rs call it at every poll.
+pub fn check_none_died() {
+    let died = DIED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(why) = died {
+        panic!("{why}");
+    }
+}
+
+/// Forgets deaths of earlier tests' schedulers (a new test starts).
+pub fn forget_deaths() {
+    *DIED.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 impl Scheduler {
@@ -114,19 +136,27 @@ impl Scheduler {
                 }
             });
         }
-        Scheduler { child, log }
+        let child = Arc::new(Mutex::new(child));
+        let killed = Arc::new(AtomicBool::new(false));
+        let watched = (child.clone(), killed.clone(), log.clone());
+        std::thread::spawn(move || watch(watched.0, watched.1, watched.2));
+        Scheduler { child, log, killed }
     }
 
     /// Its last log lines.
     pub fn log_tail(&self) -> String {
-        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        log.iter().cloned().collect::<Vec<_>>().join("\n")
+        tail(&self.log)
     }
 
     /// Panics (with its log) if it has exited: a scheduler that died is a
     /// failure, however the test's conditions look.
     pub fn assert_running(&mut self) {
-        if let Ok(Some(status)) = self.child.try_wait() {
+        let exited = self
+            .child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .try_wait();
+        if let Ok(Some(status)) = exited {
             // Let the readers drain what it wrote last.
             std::thread::sleep(Duration::from_millis(200));
             panic!(
@@ -138,8 +168,37 @@ impl Scheduler {
 
     /// SIGKILL, as a crash: nothing is cleaned up.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.killed.store(true, Ordering::SeqCst);
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn tail(log: &Mutex<VecDeque<String>>) -> String {
+    let log = log.lock().unwrap_or_else(|e| e.into_inner());
+    log.iter().cloned().collect::<Vec<_>>().join("\n")
+}
+
+/// Records in [`DIED`] the exit of a scheduler the test did not kill.
+fn watch(child: Arc<Mutex<Child>>, killed: Arc<AtomicBool>, log: Arc<Mutex<VecDeque<String>>>) {
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let exited = child.lock().unwrap_or_else(|e| e.into_inner()).try_wait();
+        match exited {
+            Ok(None) => continue,
+            Ok(Some(status)) if !killed.load(Ordering::SeqCst) => {
+                // Let the readers drain what it wrote last.
+                std::thread::sleep(Duration::from_millis(200));
+                *DIED.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                    "the scheduler ({} kube) exited ({status}); its last log lines:\n{}",
+                    binary().display(),
+                    tail(&log)
+                ));
+                return;
+            }
+            _ => return,
+        }
     }
 }
 
