@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{
@@ -48,7 +48,9 @@ pub const MIG_NAMESPACE: &str = "gpu-operator";
 pub const MIG_CONFIGMAP: &str = "partita-mig-parted";
 pub const MIG_CONFIG_KEY: &str = "config.yaml";
 
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Held by each test for its whole life (an async lock: it is held
+/// across awaits).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A path in the repository.
 pub fn repo_file(path: &str) -> PathBuf {
@@ -66,7 +68,7 @@ pub struct Env {
     /// What went wrong in them: the test fails at its end, as the Go
     /// tests' t.Errorf from a background goroutine.
     errors: Arc<Mutex<Vec<String>>>,
-    _serial: MutexGuard<'static, ()>,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
 }
 
 /// A pod for Partita in namespace default (the Go tests' podSpec).
@@ -176,7 +178,7 @@ impl Env {
     /// A cluster of the test's own, its kube-apiserver started with the
     /// extra flags; None where Go is missing (see [`super::kube`]).
     pub async fn new(apiserver_flags: &[&str]) -> Option<Env> {
-        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let serial = SERIAL.lock().await;
         forget_deaths();
         let harness = Harness::start(apiserver_flags)?;
         let client = client_from(&harness.kubeconfig).await;
