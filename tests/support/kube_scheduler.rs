@@ -65,6 +65,20 @@ pub fn binary() -> PathBuf {
     }
 }
 
+/// Runs the scheduler ("$@") under a guardian shell whose stdin the test
+/// holds: when it closes (the guard is dropped, or the test process is
+/// gone, however it ended) the scheduler is killed, so none is left
+/// running against a dead API server. The shell exits with the
+/// scheduler's status. (An asynchronous list's stdin is /dev/null unless
+/// redirected: hence fd 3.)
+const GUARDIAN: &str = r#"exec 3<&0
+"$@" </dev/null 3<&- &
+pid=$!
+{ cat <&3 >/dev/null 2>&1; kill -9 "$pid" 2>/dev/null; } >/dev/null 2>&1 &
+exec 3<&-
+wait "$pid"
+"#;
+
 /// A running `partita kube`; killed on drop.
 #[must_use = "the scheduler is killed when its guard is dropped"]
 pub struct Scheduler {
@@ -97,12 +111,14 @@ impl Scheduler {
     /// Starts `partita kube --kubeconfig KUBECONFIG FLAGS`.
     pub fn start(kubeconfig: &Path, flags: &Flags) -> Scheduler {
         let bin = binary();
-        let mut cmd = Command::new(&bin);
-        cmd.arg("kube")
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", GUARDIAN, "sh"])
+            .arg(&bin)
+            .arg("kube")
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(flags.args())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if std::env::var_os("RUST_LOG").is_none() {
@@ -166,10 +182,16 @@ impl Scheduler {
         }
     }
 
-    /// SIGKILL, as a crash: nothing is cleaned up.
+    /// SIGKILL, as a crash: nothing is cleaned up. (Closing the
+    /// guardian's stdin has it kill the scheduler; the guardian then exits.)
     pub fn kill(&mut self) {
         self.killed.store(true, Ordering::SeqCst);
         let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        drop(child.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = child.kill();
         let _ = child.wait();
     }
