@@ -142,7 +142,7 @@ impl Watchdog {
         self.state().leading
     }
 
-    fn renewed(&self, config: &LeaseConfig) {
+    pub(crate) fn renewed(&self, config: &LeaseConfig) {
         let mut state = self.state();
         state.name = config.name.clone();
         state.lease_duration = config.lease_duration;

@@ -14,3 +14,4 @@ pub mod resources;
 pub mod snapshot;
 pub mod client;
 pub mod leader;
+pub mod serve;
