@@ -108,7 +108,10 @@ async fn a_burst_of_2000_scheduled_events_all_reach_the_server() {
     let start = Instant::now();
     for p in &pods {
         let node = "node-a";
-        let note = format!("partita: assigned {ns}/{} to {node}", p.metadata.name.as_deref().unwrap());
+        let note = format!(
+            "partita: assigned {ns}/{} to {node}",
+            p.metadata.name.as_deref().unwrap()
+        );
         recorder.record(p, EventType::Normal, "Scheduled", &note);
     }
     assert!(
@@ -168,7 +171,8 @@ async fn repeats_on_one_pod_become_one_event_with_a_count() {
 
     let metrics = Arc::new(Metrics::new());
     // A small budget, so most repeats arrive while the first write waits.
-    let (recorder, writer) = Events::start(client.clone(), "partita-scheduler", 5.0, 1, metrics.clone());
+    let (recorder, writer) =
+        Events::start(client.clone(), "partita-scheduler", 5.0, 1, metrics.clone());
     let note = "partita: waiting for 8 GPUs of class training";
     for _ in 0..500 {
         recorder.record(waiting, EventType::Warning, "FailedScheduling", note);
@@ -180,7 +184,12 @@ async fn repeats_on_one_pod_become_one_event_with_a_count() {
         recorder.record(waiting, EventType::Warning, "FailedScheduling", note);
     }
     // A different note is another Event.
-    recorder.record(waiting, EventType::Warning, "FailedScheduling", "partita: quota");
+    recorder.record(
+        waiting,
+        EventType::Warning,
+        "FailedScheduling",
+        "partita: quota",
+    );
     recorder.shutdown(Duration::from_secs(30)).await;
     writer.await.unwrap();
 
@@ -197,7 +206,10 @@ async fn repeats_on_one_pod_become_one_event_with_a_count() {
         .iter()
         .find(|e| e.note.as_deref() == Some(note))
         .unwrap();
-    let series = repeated.series.as_ref().expect("no series on the repeated Event");
+    let series = repeated
+        .series
+        .as_ref()
+        .expect("no series on the repeated Event");
     assert_eq!(series.count, 750);
     let other_events = on(other);
     assert_eq!(other_events.len(), 1);
@@ -216,7 +228,8 @@ async fn events_the_server_refuses_are_counted_failed() {
     };
     let client = support::kube::client(h).await;
     let metrics = Arc::new(Metrics::new());
-    let (recorder, writer) = Events::start(client, "partita-scheduler", 100.0, 100, metrics.clone());
+    let (recorder, writer) =
+        Events::start(client, "partita-scheduler", 100.0, 100, metrics.clone());
     let ghost = pod("no-such-namespace", "ghost");
     for _ in 0..3 {
         recorder.record(&ghost, EventType::Normal, "Scheduled", "partita: assigned");

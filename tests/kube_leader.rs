@@ -34,7 +34,13 @@ struct Candidate {
     led: Arc<AtomicUsize>,
 }
 
-fn candidate(client: &kube::Client, name: &str, identity: &str, leaders: Arc<AtomicUsize>, most: Arc<AtomicUsize>) -> Candidate {
+fn candidate(
+    client: &kube::Client,
+    name: &str,
+    identity: &str,
+    leaders: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+) -> Candidate {
     let (stop, stopped) = oneshot::channel::<()>();
     let led = Arc::new(AtomicUsize::new(0));
     let led_in = led.clone();
@@ -160,7 +166,10 @@ async fn one_leads_a_dead_leader_is_replaced_and_a_released_lease_is_taken_at_on
     let result = (&mut follower.task).await.unwrap();
     assert!(matches!(result, Ok(None)), "{result:?}");
     let took = wait_for_holder(&api, name, "c", Duration::from_secs(3)).await;
-    assert!(took < Duration::from_millis(1500), "a released lease waited {took:?}");
+    assert!(
+        took < Duration::from_millis(1500),
+        "a released lease waited {took:?}"
+    );
     assert_eq!(most.load(Ordering::SeqCst), 1, "two led at once");
     let _ = c.stop.take().unwrap().send(());
     let _ = (&mut c.task).await;
@@ -189,7 +198,9 @@ async fn a_leader_whose_lease_is_taken_returns_lost() {
     spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
         k8s_openapi::jiff::Timestamp::now(),
     ));
-    api.replace(name, &Default::default(), &lease).await.unwrap();
+    api.replace(name, &Default::default(), &lease)
+        .await
+        .unwrap();
     let start = Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(6), &mut a.task)
         .await
@@ -197,7 +208,15 @@ async fn a_leader_whose_lease_is_taken_returns_lost() {
         .unwrap();
     let err = result.unwrap_err();
     assert!(err.to_string().contains("lost the leader lease"), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
     assert_eq!(leaders.load(Ordering::SeqCst), 0, "work not stopped");
-    assert_eq!(holder(&api, name).await, "thief", "released another's lease");
+    assert_eq!(
+        holder(&api, name).await,
+        "thief",
+        "released another's lease"
+    );
 }

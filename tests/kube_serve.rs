@@ -27,7 +27,14 @@ fn write_pair(dir: &Path, serial: u32) -> (Vec<u8>, Vec<u8>) {
     let work = tempfile::tempdir().unwrap();
     let (cert, key) = (work.path().join("c.pem"), work.path().join("k.pem"));
     let status = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
         .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
         .args(["-addext", "subjectAltName=IP:127.0.0.1"])
         .args(["-set_serial", &serial.to_string()])
@@ -37,7 +44,11 @@ fn write_pair(dir: &Path, serial: u32) -> (Vec<u8>, Vec<u8>) {
         .arg(&cert)
         .output()
         .expect("run openssl");
-    assert!(status.status.success(), "openssl: {}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     std::fs::write(dir.join("tls.key"), std::fs::read(&key).unwrap()).unwrap();
     let pem = std::fs::read(&cert).unwrap();
     std::fs::write(dir.join("tls.crt"), &pem).unwrap();
@@ -141,8 +152,14 @@ async fn the_webhook_server_reloads_its_certificate() {
     });
 
     // No certificate yet: handshakes fail, the server keeps running.
-    assert!(call(addr).await.is_err(), "a handshake succeeded without a certificate");
-    assert!(!server.is_finished(), "the server stopped without its certificate");
+    assert!(
+        call(addr).await.is_err(),
+        "a handshake succeeded without a certificate"
+    );
+    assert!(
+        !server.is_finished(),
+        "the server stopped without its certificate"
+    );
 
     let (first, _) = write_pair(dir.path(), 1);
     let (served, answer) = call(addr).await.expect("after the certificate appeared");

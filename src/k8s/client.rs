@@ -214,7 +214,6 @@ where
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

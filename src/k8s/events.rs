@@ -272,7 +272,11 @@ impl Writer {
         loop {
             let batch = take_pending(&shared);
             if batch.is_empty() {
-                let closed = shared.state.lock().unwrap_or_else(|e| e.into_inner()).closed;
+                let closed = shared
+                    .state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .closed;
                 shared.idle.notify_waiters();
                 if closed {
                     return;
@@ -281,7 +285,11 @@ impl Writer {
                 continue;
             }
             self.write_batch(batch, &shared.metrics).await;
-            shared.state.lock().unwrap_or_else(|e| e.into_inner()).in_flight = 0;
+            shared
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .in_flight = 0;
         }
     }
 
@@ -321,7 +329,8 @@ impl Writer {
             let api: Api<Event> = Api::namespaced(self.client.clone(), &key.namespace);
             let (controller, instance) = (self.controller.clone(), self.instance.clone());
             tasks.spawn(async move {
-                let outcome = write(&api, &key, pending.count, previous, &controller, &instance).await;
+                let outcome =
+                    write(&api, &key, pending.count, previous, &controller, &instance).await;
                 (key, pending, outcome)
             });
         }

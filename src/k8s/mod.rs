@@ -4,14 +4,14 @@
 //! far). The scheduler and controllers come next (issue 48); until then
 //! `partita kube` is the Go build's (`go/internal/kube`).
 
+pub mod client;
 pub mod devices;
 pub mod events;
+pub mod leader;
 pub mod metrics;
 pub mod migconfig;
 pub mod names;
 pub mod node;
 pub mod resources;
-pub mod snapshot;
-pub mod client;
-pub mod leader;
 pub mod serve;
+pub mod snapshot;

@@ -257,10 +257,12 @@ impl CertFiles {
 }
 
 async fn read(path: &Path) -> Result<Vec<u8>, CertError> {
-    tokio::fs::read(path).await.map_err(|source| CertError::Read {
-        path: path.display().to_string(),
-        source,
-    })
+    tokio::fs::read(path)
+        .await
+        .map_err(|source| CertError::Read {
+            path: path.display().to_string(),
+            source,
+        })
 }
 
 /// A server configuration from PEM: TLS 1.2 and 1.3 (the Go build's
@@ -322,14 +324,23 @@ mod tests {
 
         assert_eq!(
             get(&router, "/readyz").await,
-            (StatusCode::SERVICE_UNAVAILABLE, "informers not synced\n".into())
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "informers not synced\n".into()
+            )
         );
         ready.store(true, Ordering::SeqCst);
-        assert_eq!(get(&router, "/readyz").await, (StatusCode::OK, "ok\n".into()));
+        assert_eq!(
+            get(&router, "/readyz").await,
+            (StatusCode::OK, "ok\n".into())
+        );
 
         // Not leading: healthy. Leading and renewing: healthy. Leading
         // and 36 s without a renewal (lease 15 s + 20 s): not.
-        assert_eq!(get(&router, "/healthz").await, (StatusCode::OK, "ok\n".into()));
+        assert_eq!(
+            get(&router, "/healthz").await,
+            (StatusCode::OK, "ok\n".into())
+        );
         watchdog.renewed(&LeaseConfig::new("ns", "partita-scheduler", "me"));
         tokio::time::advance(Duration::from_secs(30)).await;
         assert_eq!(get(&router, "/healthz").await.0, StatusCode::OK);
@@ -361,7 +372,10 @@ mod tests {
             .await
             .unwrap_err()
             .to_string();
-        assert!(err.contains("tls.crt") && err.contains("no certificate"), "{err}");
+        assert!(
+            err.contains("tls.crt") && err.contains("no certificate"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
