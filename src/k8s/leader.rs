@@ -174,9 +174,15 @@ where
 {
     let mut elector = Elector::new(client, config.clone());
     tokio::pin!(shutdown);
-    tokio::select! {
-        _ = &mut shutdown => return Ok(None),
-        () = elector.acquire() => {}
+    let acquired = tokio::select! {
+        _ = &mut shutdown => false,
+        () = elector.acquire() => true,
+    };
+    if !acquired {
+        // A shutdown just as a try succeeded must not leave the lease held
+        // for its whole duration.
+        elector.release().await;
+        return Ok(None);
     }
     metrics.leader.set(1);
     watchdog.renewed(config);
