@@ -4,17 +4,20 @@
 //! far). The scheduler and controllers come next (issue 48); until then
 //! `partita kube` is the Go build's (`go/internal/kube`).
 
+pub mod client;
 pub mod devices;
 pub mod events;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod jobs;
+pub mod leader;
 pub mod metrics;
 pub mod migconfig;
 pub mod names;
 pub mod node;
 pub mod pod;
 pub mod resources;
+pub mod serve;
 pub mod snapshot;
 pub mod webhook;
 pub mod workloads;
