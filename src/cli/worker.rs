@@ -79,16 +79,7 @@ impl ClusterArgs {
 /// The in-cluster configuration, else the kubeconfig named, else
 /// $KUBECONFIG or ~/.kube/config (as `partita kube`).
 pub async fn kube_config(path: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
-    match path {
-        Some(p) => {
-            let file = kube::config::Kubeconfig::read_from(p)
-                .with_context(|| format!("reading the kubeconfig {}", p.display()))?;
-            Ok(kube::Config::from_custom_kubeconfig(file, &Default::default()).await?)
-        }
-        None => Ok(kube::Config::infer().await.context(
-            "no Kubernetes configuration: not in a cluster, and no $KUBECONFIG or ~/.kube/config",
-        )?),
-    }
+    Ok(crate::k8s::client::config(path).await?)
 }
 
 #[derive(Debug, clap::Args)]
