@@ -13,6 +13,7 @@ pub mod bench_mixed;
 pub mod client;
 pub mod client_admin;
 pub mod client_jobs;
+pub mod kube;
 pub mod mig;
 pub mod serve;
 pub mod sim;

@@ -182,7 +182,7 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     let worker = match args.no_worker {
         true => None,
         false => {
-            let mut opt = args.cluster.options()?;
+            let mut opt = args.cluster.options().await?;
             opt.metrics = metrics.worker();
             Some(crate::worker::spawn(database.pool.clone(), opt))
         }
@@ -198,6 +198,8 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
         "Partita listening on http://{addr} (the API at /api/v1; {}; {}; data in {})",
         if args.no_worker {
             "no worker: run `partita worker` beside it"
+        } else if args.cluster.kubernetes() {
+            "the worker runs jobs as pods on the Kubernetes cluster"
         } else {
             "the worker runs the virtual cluster"
         },
@@ -232,7 +234,10 @@ async fn serve(args: &ServeArgs, stdout: &mut dyn Write) -> anyhow::Result<()> {
     // Submissions are checked against the cluster the worker runs (with
     // `--no-worker`, the one named here: give the web server and the
     // worker the same file).
-    if let Some(path) = &args.cluster.cluster {
+    if args.cluster.kubernetes() {
+        let config = super::worker::kube_config(args.cluster.kubeconfig.as_deref()).await?;
+        state.cluster = Arc::new(kube_shape(config).await?);
+    } else if let Some(path) = &args.cluster.cluster {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the cluster {}", path.display()))?;
         let shape = ClusterShape::from_scenario(&text, &path.display().to_string())
@@ -284,4 +289,28 @@ pub(crate) fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
+}
+
+/// The shape of a Kubernetes cluster's nodes as the scheduler reads them,
+/// read once at start: submissions are checked against it (a node added
+/// later counts after a restart).
+async fn kube_shape(config: kube::Config) -> anyhow::Result<ClusterShape> {
+    use crate::k8s::node::{NodeOptions, view_node};
+    let client = kube::Client::try_from(config).context("a Kubernetes client")?;
+    let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client)
+        .list(&Default::default())
+        .await
+        .context("listing the cluster's nodes")?;
+    let mut built = Vec::new();
+    for n in &nodes.items {
+        let v = view_node(n, &NodeOptions::default());
+        match partita_engine::cluster::build_node(&v.spec) {
+            Ok(node) => built.push(node),
+            Err(e) => {
+                tracing::warn!(node = %v.spec.name, error = %e, "node left out of the cluster's shape")
+            }
+        }
+    }
+    let state = partita_engine::cluster::State::new(built)?;
+    Ok(ClusterShape::of_state("kubernetes", &state))
 }

@@ -442,7 +442,7 @@ fn new_event(key: &Key, count: i32, now: MicroTime, controller: &str, instance: 
             ..ObjectMeta::default()
         },
         event_time: Some(now.clone()),
-        series: (count > 1).then(|| EventSeries {
+        series: (count > 1).then_some(EventSeries {
             count,
             last_observed_time: now,
         }),

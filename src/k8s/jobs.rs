@@ -662,10 +662,19 @@ mod tests {
         assert_eq!(pods, ["big-0", "big-1"]);
     }
 
+    /// A case of `held_reasons`: its name, the pods and PodGroups, the
+    /// reason the group is held.
+    type HeldCase = (
+        &'static str,
+        Vec<Arc<Pod>>,
+        Vec<Arc<PodGroup>>,
+        &'static str,
+    );
+
     // Why a group waits outside the engine, in the Go build's words.
     #[test]
     fn held_reasons() {
-        let cases: Vec<(&str, Vec<Arc<Pod>>, Vec<Arc<PodGroup>>, &str)> = vec![
+        let cases: Vec<HeldCase> = vec![
             (
                 "a bad min-member annotation",
                 vec![

@@ -142,7 +142,7 @@ impl Watchdog {
         self.state().leading
     }
 
-    fn renewed(&self, config: &LeaseConfig) {
+    pub(crate) fn renewed(&self, config: &LeaseConfig) {
         let mut state = self.state();
         state.name = config.name.clone();
         state.lease_duration = config.lease_duration;
@@ -174,9 +174,15 @@ where
 {
     let mut elector = Elector::new(client, config.clone());
     tokio::pin!(shutdown);
-    tokio::select! {
-        _ = &mut shutdown => return Ok(None),
-        () = elector.acquire() => {}
+    let acquired = tokio::select! {
+        _ = &mut shutdown => false,
+        () = elector.acquire() => true,
+    };
+    if !acquired {
+        // A shutdown just as a try succeeded must not leave the lease held
+        // for its whole duration.
+        elector.release().await;
+        return Ok(None);
     }
     metrics.leader.set(1);
     watchdog.renewed(config);

@@ -7,6 +7,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+/// The `Content-Type` of what [`Metrics::encode`] writes.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
 type ResultLabel = Vec<(&'static str, &'static str)>;
 
 /// The scheduler's metrics; `registry` is what /metrics serves.
@@ -130,10 +133,12 @@ impl Metrics {
         self.events.get_or_create(&vec![("result", result)]).get()
     }
 
-    /// The Prometheus text format of every metric.
+    /// The Prometheus text format (0.0.4, as the Go build's promhttp
+    /// serves by default) of every metric; its Content-Type is
+    /// [`CONTENT_TYPE`].
     pub fn encode(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
     }

@@ -21,6 +21,8 @@ pub mod node;
 pub mod pod;
 pub mod resources;
 pub mod scheduler;
+pub mod serve;
 pub mod snapshot;
 pub mod status;
 pub mod webhook;
+pub mod workloads;

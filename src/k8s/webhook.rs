@@ -439,6 +439,18 @@ mod tests {
         }
     }
 
+    /// A case of `choose_device_cases`: its name, the peak MiB, the
+    /// compute share, the allowed models, the cluster's models and the
+    /// resource wanted ("" for none).
+    type ChooseCase<'a> = (
+        &'static str,
+        i64,
+        f64,
+        Vec<String>,
+        &'a BTreeMap<String, i64>,
+        &'static str,
+    );
+
     // TestChooseDevice: its eight cases.
     #[test]
     fn choose_device_cases() {
@@ -448,7 +460,7 @@ mod tests {
         let h100 = models(&[("H100-80GB", 16)]);
         let mixed = models(&[("H100-80GB", 8), ("H200-141GB", 8), ("L4", 4)]);
         let only = |m: &str| vec![m.to_string()];
-        let cases: Vec<(&str, i64, f64, Vec<String>, &BTreeMap<String, i64>, &str)> = vec![
+        let cases: Vec<ChooseCase> = vec![
             (
                 "a small model takes 1g.10gb",
                 6 << 10,

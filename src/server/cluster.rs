@@ -38,6 +38,15 @@ impl ClusterShape {
         let sc = scenario::parse(text, file).map_err(|e| e.to_string())?;
         let nodes = sc.nodes().map_err(|e| e.to_string())?;
         let state = State::new(nodes).map_err(|e| e.to_string())?;
+        Ok(ClusterShape {
+            gpus: sc.gpus(),
+            ..ClusterShape::of_state(&sc.name, &state)
+        })
+    }
+
+    /// The shape of a cluster's nodes (a Kubernetes cluster's, as the
+    /// scheduler reads them).
+    pub fn of_state(name: &str, state: &State) -> ClusterShape {
         let nodes = state
             .nodes()
             .map(|n| {
@@ -52,12 +61,12 @@ impl ClusterShape {
                 (n.name().to_string(), shape)
             })
             .collect();
-        Ok(ClusterShape {
-            name: sc.name.clone(),
-            gpus: sc.gpus(),
-            capacity: capacity_of(&state),
+        ClusterShape {
+            name: name.to_string(),
+            gpus: state.nodes().map(|n| n.gpus().len() as i64).sum(),
+            capacity: capacity_of(state),
             nodes,
-        })
+        }
     }
 
     /// The built-in demo cluster.

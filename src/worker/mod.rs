@@ -27,6 +27,8 @@
 
 pub mod clock;
 pub mod estimate;
+pub mod kube;
+pub mod kube_loop;
 pub mod spec;
 pub mod store;
 pub mod views;
@@ -78,6 +80,9 @@ pub struct Options {
     /// Where the worker counts what happens, when its process exposes
     /// the worker's metrics (`partita serve` with the worker in it).
     pub metrics: Option<Arc<WorkerMetrics>>,
+    /// Run the jobs on a Kubernetes cluster instead of the virtual one
+    /// (`--cluster kubernetes`).
+    pub kube: Option<kube_loop::KubeOptions>,
 }
 
 impl Options {
@@ -92,6 +97,7 @@ impl Options {
             reconfig_delay: 30 * SECOND,
             id: default_id(),
             metrics: None,
+            kube: None,
         }
     }
 }
@@ -193,7 +199,11 @@ pub async fn run(pool: PgPool, opt: Options, mut stopped: watch::Receiver<bool>)
             Ok(Some(conn)) => {
                 waiting_logged = false;
                 tracing::info!(worker = %opt.id, "worker: active (holds the advisory lock)");
-                match active(conn, &pool, &opt, &mut stopped).await {
+                let life = match &opt.kube {
+                    Some(k) => kube_loop::active(conn, &opt, k, &mut stopped).await,
+                    None => active(conn, &pool, &opt, &mut stopped).await,
+                };
+                match life {
                     Ok(()) => return,
                     Err(e) => tracing::error!(
                         worker = %opt.id,
@@ -546,6 +556,7 @@ mod tests {
                 started: None,
                 attempts: 0,
                 runtime: spec::Runtime::default(),
+                cluster_job: None,
             });
         }
         let mut running_at = std::collections::BTreeMap::new();

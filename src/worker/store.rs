@@ -74,7 +74,8 @@ async fn jobs(
     let rows = sqlx::query!(
         r#"SELECT j.seq, j.id, t.name AS team, j.team_id, p.name AS project, j.project_id,
                   j.user_id, j.class, j.state, j.reason, j.spec, j.submitted_at, j.started_at,
-                  j.attempts, j.runtime, COALESCE(j.queue_key, j.submitted_at) AS "queue_key!"
+                  j.attempts, j.runtime, COALESCE(j.queue_key, j.submitted_at) AS "queue_key!",
+                  j.cluster_job
            FROM jobs j JOIN teams t ON t.id = j.team_id JOIN projects p ON p.id = j.project_id
            WHERE CASE WHEN $1
                       THEN j.state = 'queued' AND j.created_xid >= $2::int8::text::xid8
@@ -108,6 +109,7 @@ async fn jobs(
             started: r.started_at.map(|t| clock::since(epoch, t)),
             attempts: r.attempts,
             runtime,
+            cluster_job: r.cluster_job,
         });
     }
     Ok(out)
@@ -426,4 +428,114 @@ pub async fn seed_teams(
         .await?;
     }
     Ok(true)
+}
+
+/// A job that arrived on a Kubernetes cluster: pods people created with
+/// `spec.schedulerName: partita`, stored so that the queue view, the job
+/// timeline and the ledger show them beside the API's jobs.
+#[derive(Debug, Clone)]
+pub struct ClusterJob {
+    /// "<namespace>/<group or pod>".
+    pub cluster_job: String,
+    /// The team of the pods' Queue.
+    pub team: String,
+    pub class: Class,
+    pub spec: JobSpec,
+    pub submitted: DateTime<Utc>,
+}
+
+/// What storing a cluster job did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Adopted {
+    /// Stored as a new queued job with this ID.
+    Stored(String),
+    /// An unfinished job of that name is stored already.
+    Known,
+    /// No team of that name: the work stays out of the ledger.
+    NoTeam,
+}
+
+/// Stores a cluster job, queued, under its team, submitted by the team's
+/// "kubernetes:<team>" user (made on first use, disabled: it is a name
+/// for the ledger, nobody signs in as it) in the team's "default" project.
+pub async fn adopt_cluster_job(
+    conn: &mut PgConnection,
+    job: &ClusterJob,
+) -> Result<Adopted, sqlx::Error> {
+    let Some(team_id) = sqlx::query_scalar!("SELECT id FROM teams WHERE name = $1", job.team)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
+        return Ok(Adopted::NoTeam);
+    };
+    let user = format!("kubernetes:{}", job.team);
+    sqlx::query!(
+        "INSERT INTO users (name, role, team_id, disabled) VALUES ($1, 'member', $2, true)
+         ON CONFLICT (name) DO NOTHING",
+        user,
+        team_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    let user_id = sqlx::query_scalar!("SELECT id FROM users WHERE name = $1", user)
+        .fetch_one(&mut *conn)
+        .await?;
+    sqlx::query!(
+        "INSERT INTO projects (team_id, name) VALUES ($1, 'default') ON CONFLICT DO NOTHING",
+        team_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    let project_id = sqlx::query_scalar!(
+        "SELECT id FROM projects WHERE team_id = $1 AND name = 'default'",
+        team_id
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let id = format!("k8s-{:016x}", rand::random::<u64>());
+    let spec = serde_json::to_value(&job.spec).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let request = serde_json::json!({ "cluster_job": job.cluster_job });
+    let reason = crate::store::jobs::queued_reason(&job.team);
+    let seq = sqlx::query_scalar!(
+        "INSERT INTO jobs (id, team_id, project_id, user_id, name, class, state, reason, spec,
+                           request, submitted_at, cluster_job)
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $5)
+         ON CONFLICT (cluster_job)
+             WHERE cluster_job IS NOT NULL AND state IN ('queued', 'admitted', 'running', 'preempted')
+             DO NOTHING
+         RETURNING seq",
+        id,
+        team_id,
+        project_id,
+        user_id,
+        job.cluster_job,
+        job.class.to_string(),
+        reason,
+        spec,
+        request,
+        job.submitted,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(seq) = seq else {
+        return Ok(Adopted::Known);
+    };
+    for (state, why) in [
+        (
+            "submitted",
+            format!("on the cluster as {}", job.cluster_job),
+        ),
+        ("queued", reason.clone()),
+    ] {
+        sqlx::query!(
+            "INSERT INTO job_events (job_seq, at, state, reason, clock) VALUES ($1, $2, $3, $4, 'cluster')",
+            seq,
+            job.submitted,
+            state,
+            why
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(Adopted::Stored(id))
 }

@@ -55,6 +55,9 @@ pub struct JobRecord {
     pub started: Option<Nanos>,
     pub attempts: i32,
     pub runtime: Runtime,
+    /// For a job that arrived on a Kubernetes cluster (kubectl), its name
+    /// there (migrations/0014_cluster_jobs.sql); None for the API's.
+    pub cluster_job: Option<String>,
 }
 
 /// A job's new row (the columns the worker owns).

@@ -1,9 +1,11 @@
 //! A real kube-apiserver with etcd for the Kubernetes tests: the Go
 //! program `go/test/integration/cmd/kubeharness` (built from the same
-//! Kubernetes modules as the Go build's integration tests), started once
-//! per test binary. It writes a cluster-admin kubeconfig and runs until
-//! this process exits (its stdin, held here, closes). Without Go the
-//! tests say so and pass, unless env CI is set.
+//! Kubernetes modules as the Go build's integration tests). It writes a
+//! cluster-admin kubeconfig and runs until its stdin closes: when its
+//! [`Harness`] is dropped, or when this process exits. [`harness`] is one
+//! shared by a whole test binary; [`Harness::start`] gives a test one of
+//! its own, as the Go tests' `kubetest.Start` does (~4 s each). Without
+//! Go the tests say so and pass, unless env CI is set.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,22 +13,28 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-/// The running harness: where its kubeconfig is.
+/// A running harness: where its kubeconfig is.
 pub struct Harness {
     pub kubeconfig: PathBuf,
     /// Kept so that its stdin stays open while the tests run.
-    _child: Mutex<Child>,
+    child: Mutex<Child>,
 }
 
 static HARNESS: OnceLock<Option<Harness>> = OnceLock::new();
+static BINARY: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-/// The harness, started on first use; None (with a line saying why)
-/// where Go is missing and CI is not set.
+/// The harness shared by the test binary, started on first use; None
+/// (with a line saying why) where Go is missing and CI is not set.
 pub fn harness() -> Option<&'static Harness> {
-    HARNESS.get_or_init(start).as_ref()
+    HARNESS.get_or_init(|| Harness::start(&[])).as_ref()
 }
 
-fn start() -> Option<Harness> {
+/// The kubeharness binary, built once per test binary; None without Go.
+fn binary() -> Option<&'static PathBuf> {
+    BINARY.get_or_init(build).as_ref()
+}
+
+fn build() -> Option<PathBuf> {
     let go = std::env::var("PARTITA_GO").unwrap_or_else(|_| "go".into());
     if !Command::new(&go)
         .arg("version")
@@ -52,35 +60,59 @@ fn start() -> Option<Harness> {
         .status()
         .expect("run go build");
     assert!(built.success(), "go build ./cmd/kubeharness failed");
-    let dir = tempfile::Builder::new()
-        .prefix("partita-kube-")
-        .tempdir()
-        .unwrap()
-        .keep();
-    let mut child = Command::new(&bin)
-        .arg("-dir")
-        .arg(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kubeharness");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(path) = line.strip_prefix("READY ") {
-                let _ = tx.send(PathBuf::from(path));
+    Some(bin)
+}
+
+impl Harness {
+    /// Starts a kube-apiserver (and etcd) of its own with the extra
+    /// kube-apiserver flags, e.g. "--authorization-mode=Node,RBAC"; None
+    /// where Go is missing and CI is not set. It stops when dropped.
+    pub fn start(apiserver_flags: &[&str]) -> Option<Harness> {
+        let bin = binary()?;
+        let dir = tempfile::Builder::new()
+            .prefix("partita-kube-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let mut child = Command::new(bin)
+            .arg("-dir")
+            .arg(&dir)
+            .arg("--")
+            .args(apiserver_flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kubeharness");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(path) = line.strip_prefix("READY ") {
+                    let _ = tx.send(PathBuf::from(path));
+                }
             }
-        }
-    });
-    let kubeconfig = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("kubeharness: no READY line within 120 s");
-    Some(Harness {
-        kubeconfig,
-        _child: Mutex::new(child),
-    })
+        });
+        let kubeconfig = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("kubeharness: no READY line within 120 s");
+        Some(Harness {
+            kubeconfig,
+            child: Mutex::new(child),
+        })
+    }
+}
+
+impl Drop for Harness {
+    /// Closing its stdin ends it at once; the kill is for a harness that
+    /// hangs anyway. (The shared one is never dropped: it ends with the
+    /// process.)
+    fn drop(&mut self) {
+        let child = self.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        drop(child.stdin.take());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 /// A client of the harness's API server, as cluster-admin. One per test:

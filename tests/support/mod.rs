@@ -19,6 +19,9 @@
 pub mod api;
 pub mod browser;
 pub mod kube;
+pub mod kube_env;
+pub mod kube_nodes;
+pub mod kube_scheduler;
 pub mod oidc;
 pub mod portal;
 

@@ -3,6 +3,9 @@
 // API server code a cluster runs (validation, CEL, subresources, CRDs,
 // watch), with no nodes, kubelets or controllers.
 //
+// Arguments after the flags (and a "--") are passed on to the
+// kube-apiserver, e.g. "-- --authorization-mode=Node,RBAC".
+//
 // It writes a kubeconfig (cluster-admin) to DIR/kubeconfig, prints
 // "READY <path>" on stdout, and exits when its stdin closes, so it dies
 // with the test process that started it. Build it without -trimpath: the
@@ -43,6 +46,7 @@ func main() {
 		// that does not run here would create.
 		"--disable-admission-plugins=ServiceAccount",
 	}
+	flags = append(flags, flag.Args()...)
 	server, err := kubeapiservertesting.StartTestServer(&harnessTB{}, nil, flags, storage)
 	if err != nil {
 		log.Fatalf("kubeharness: kube-apiserver: %v", err)

@@ -1,0 +1,363 @@
+//! Jobs submitted through the API (as the portal does) run on a real
+//! kube-apiserver as pods (`--cluster kubernetes`, src/worker/kube.rs):
+//! the worker makes the pods and the team's Queue, a bind starts the job,
+//! the pods' phases end it, and its GPU-hours land in the ledger.
+//!
+//! The test plays the kubelet (pod phases), and here also the scheduler
+//! (the bind), so that the worker's side is tested on its own.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
+use partita::k8s::resources::{PodGroup, Queue};
+use serde_json::{Value, json};
+use support::api::call;
+
+async fn install_crds(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in [Queue::crd(), PodGroup::crd()] {
+        match crds.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("creating {}: {e}", crd.name_any()),
+        }
+        eventually("CRD established", || async {
+            let got = crds.get(&crd.name_any()).await.unwrap();
+            got.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+        .await;
+    }
+}
+
+/// The PriorityClasses of deploy/kubernetes/partita.yaml: the API server
+/// refuses a pod that names a class it does not have.
+async fn priority_classes(client: &kube::Client) {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    let api: Api<PriorityClass> = Api::all(client.clone());
+    for (name, value) in [
+        ("partita-production", 1_000_000),
+        ("partita-batch", 0),
+        ("partita-best-effort", -100),
+    ] {
+        let pc: PriorityClass =
+            serde_json::from_value(json!({"metadata": {"name": name}, "value": value})).unwrap();
+        match api.create(&PostParams::default(), &pc).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("creating PriorityClass {name}: {e}"),
+        }
+    }
+}
+
+/// Waits (60 s at most) until `done` says so.
+async fn eventually<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !done().await {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {what} in 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A Ready node of eight H100s as the device plugin and GPU Feature
+/// Discovery describe it.
+async fn gpu_node(client: &kube::Client, name: &str) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "8",
+        }},
+    }))
+    .unwrap();
+    match nodes.create(&PostParams::default(), &node).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("creating node {name}: {e}"),
+    }
+    let status = json!({"status": {
+        "capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
+        "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }});
+    nodes
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+/// A worker on the harness's cluster, for the world's database.
+async fn kube_worker(
+    h: &support::kube::Harness,
+    w: &support::api::World,
+    id: &str,
+) -> partita::worker::Handle {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&h.kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let mut opt = support::api::worker_options(1.0, id);
+    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
+        config,
+        template: partita::worker::kube::PodTemplate {
+            scheduler_name: "partita".into(),
+            image: "registry.k8s.io/pause:3.10".into(),
+            command: Vec::new(),
+        },
+        tick: Duration::from_millis(200),
+    });
+    partita::worker::spawn(w.pool.clone(), opt)
+}
+
+/// Binds a pod as the scheduler does: the node and the GPUs in one write.
+async fn bind(pods: &Api<Pod>, name: &str, node: &str, gpus: &str) {
+    let binding = json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": name, "annotations": {"partita.dev/gpus": gpus}},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    });
+    pods.create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
+        .await
+        .unwrap();
+}
+
+async fn job_state(w: &support::api::World, token: &str, id: &str) -> Value {
+    let a = call(
+        &w.app,
+        "GET",
+        &format!("/api/v1/jobs/{id}"),
+        Some(token),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_submitted_through_the_api_runs_as_pods_and_is_billed() {
+    let Some(h) = support::kube::harness() else {
+        return;
+    };
+    let client = support::kube::client(h).await;
+    install_crds(&client).await;
+    priority_classes(&client).await;
+    gpu_node(&client, "portal-gpu-1").await;
+    let w = support::api::world().await;
+    let worker = kube_worker(h, &w, "kube-worker").await;
+
+    let lead = w.token("lead").unwrap().to_string();
+    let a = call(
+        &w.app,
+        "POST",
+        "/api/v1/jobs",
+        Some(&lead),
+        Some(json!({"gpu": {"count": 2}, "duration": "1h"})),
+    )
+    .await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let id = a.body["id"].as_str().unwrap().to_string();
+
+    // The worker makes the team's Queue from its quota and the job's pod
+    // in the team's namespace.
+    let queues: Api<Queue> = Api::all(client.clone());
+    eventually("Queue search", || async {
+        queues.get_opt("search").await.unwrap().is_some()
+    })
+    .await;
+    let q = queues.get("search").await.unwrap();
+    assert_eq!(q.spec.team, "search");
+    assert_eq!(q.spec.guaranteed_gpus, 16);
+    assert_eq!(q.spec.burst_gpus, Some(32));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "search");
+    let selector = ListParams::default().labels(&format!(
+        "partita.dev/job-id={}",
+        partita::k8s::workloads::label_value(&id)
+    ));
+    eventually("the job's pod", || async {
+        pods.list(&selector).await.unwrap().items.len() == 1
+    })
+    .await;
+    let pod = pods.list(&selector).await.unwrap().items.remove(0);
+    let name = pod.name_any();
+    let spec = pod.spec.as_ref().unwrap();
+    assert_eq!(spec.scheduler_name.as_deref(), Some("partita"));
+    assert_eq!(spec.priority_class_name.as_deref(), Some("partita-batch"));
+    let limits = spec.containers[0]
+        .resources
+        .as_ref()
+        .unwrap()
+        .limits
+        .as_ref()
+        .unwrap();
+    assert_eq!(limits["nvidia.com/gpu"].0, "2");
+    assert_eq!(pod.labels()["partita.dev/queue"], "search");
+    assert_eq!(job_state(&w, &lead, &id).await["state"], "queued");
+
+    // The scheduler's bind: the node and the GPUs in one write.
+    bind(&pods, &name, "portal-gpu-1", "3,4").await;
+    eventually("the job running", || async {
+        job_state(&w, &lead, &id).await["state"] == "running"
+    })
+    .await;
+    // The kubelet's part: it runs a while, then exits 0.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let done = json!({"status": {"phase": "Succeeded"}});
+    pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&done))
+        .await
+        .unwrap();
+    eventually("the job succeeded", || async {
+        job_state(&w, &lead, &id).await["state"] == "succeeded"
+    })
+    .await;
+
+    // Two GPUs held from the bind to the end: two ledger rows, billed to
+    // the team, on the node's model, and the chargeback counts them.
+    let fin = w.token("finance").unwrap();
+    let a = call(&w.app, "GET", "/api/v1/ledger", Some(fin), None).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let rows: Vec<&Value> = a.body["entries"]
+        .as_array()
+        .expect("ledger entries")
+        .iter()
+        .filter(|r| r["job"] == id.as_str())
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", a.body);
+    let mut gpus: Vec<i64> = rows.iter().map(|r| r["gpu"].as_i64().unwrap()).collect();
+    gpus.sort();
+    assert_eq!(gpus, [3, 4]);
+    for r in &rows {
+        assert_eq!(r["team"], "search");
+        assert_eq!(r["node"], "portal-gpu-1");
+        assert!(r["model"].as_str().unwrap().contains("H100"), "{r}");
+        assert!(r["micro_gpu_hours"].as_i64().unwrap() > 0, "{r}");
+    }
+    let billed: i64 = rows
+        .iter()
+        .map(|r| r["micro_gpu_hours"].as_i64().unwrap())
+        .sum();
+    let a = call(
+        &w.app,
+        "GET",
+        "/api/v1/reports/chargeback?group_by=team",
+        Some(fin),
+        None,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let search = a.body["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["team"] == "search")
+        .unwrap_or_else(|| panic!("no row of team search: {}", a.body));
+    assert_eq!(
+        search["micro_gpu_hours"].as_i64(),
+        Some(billed),
+        "{}",
+        a.body
+    );
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_made_with_kubectl_shows_up_under_its_queues_team_and_is_billed() {
+    let Some(h) = support::kube::harness() else {
+        return;
+    };
+    let client = support::kube::client(h).await;
+    install_crds(&client).await;
+    gpu_node(&client, "kubectl-gpu-1").await;
+    let queues: Api<Queue> = Api::all(client.clone());
+    let q: Queue = serde_json::from_value(json!({
+        "apiVersion": "partita.dev/v1alpha1", "kind": "Queue",
+        "metadata": {"name": "ads-training"},
+        "spec": {"team": "ads", "guaranteedGPUs": 4},
+    }))
+    .unwrap();
+    match queues.create(&PostParams::default(), &q).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("creating the Queue: {e}"),
+    }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "ads-lab"}})).unwrap(),
+        )
+        .await;
+    let w = support::api::world().await;
+    let worker = kube_worker(h, &w, "kubectl-worker").await;
+
+    // Someone's own pod, for Partita's scheduler, in the Queue of ads.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ads-lab");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "notebook", "labels": {"partita.dev/queue": "ads-training"}},
+        "spec": {"schedulerName": "partita", "containers": [{
+            "name": "main", "image": "jupyter",
+            "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "2"}},
+        }]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+
+    let admin = w.token("admin").unwrap().to_string();
+    let find = || async {
+        let a = call(&w.app, "GET", "/api/v1/jobs?team=ads", Some(&admin), None).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        let list = a.body["jobs"].as_array().cloned().unwrap_or_default();
+        list.into_iter()
+            .find(|j| j["id"].as_str().is_some_and(|id| id.starts_with("k8s-")))
+    };
+    eventually("the pod as a job of ads", || async {
+        find().await.is_some()
+    })
+    .await;
+    let job = find().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(job["team"], "ads", "{job}");
+    assert_eq!(job["state"], "queued", "{job}");
+
+    bind(&pods, "notebook", "kubectl-gpu-1", "5").await;
+    eventually("the job running", || async {
+        job_state(&w, &admin, &id).await["state"] == "running"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let done = json!({"status": {"phase": "Succeeded"}});
+    pods.patch_status("notebook", &PatchParams::default(), &Patch::Merge(&done))
+        .await
+        .unwrap();
+    eventually("the job succeeded", || async {
+        job_state(&w, &admin, &id).await["state"] == "succeeded"
+    })
+    .await;
+    let a = call(&w.app, "GET", "/api/v1/ledger?team=ads", Some(&admin), None).await;
+    let rows: Vec<&Value> = a.body["entries"]
+        .as_array()
+        .expect("ledger entries")
+        .iter()
+        .filter(|r| r["job"] == id.as_str())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", a.body);
+    assert_eq!(rows[0]["gpu"], 5);
+    assert_eq!(rows[0]["user"], "kubernetes:ads");
+    assert!(rows[0]["micro_gpu_hours"].as_i64().unwrap() > 0);
+    worker.stop().await;
+}
