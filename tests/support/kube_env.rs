@@ -808,6 +808,7 @@ pub fn parse_mig_parted(text: &str) -> Result<BTreeMap<String, Vec<MigDeviceSpec
                 devices,
                 mig_enabled: e["mig-enabled"].as_bool().unwrap_or(false),
                 mig_devices,
+                ..MigDeviceSpec::default()
             });
         }
         out.insert(name.clone(), specs);
