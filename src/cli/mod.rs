@@ -57,6 +57,8 @@ pub enum Command {
     Mig(mig::MigCommand),
     /// client: move a queued job up or down in its team's queue, within its class (partita move ID up|down)
     Move(client_jobs::MoveArgs),
+    /// run as a Kubernetes scheduler for pods with schedulerName partita (in-cluster or --kubeconfig)
+    Kube(Box<kube::KubeArgs>),
     /// client: queued jobs with positions and estimated starts
     Queue(client_jobs::QueueArgs),
     /// client: usage or chargeback report (partita report usage|chargeback)
@@ -103,6 +105,7 @@ impl Command {
             Command::Crdgen(_) => "crdgen",
             Command::Cluster(_) => "cluster",
             Command::Jobs(_) => "jobs",
+            Command::Kube(_) => "kube",
             Command::Move(_) => "move",
             Command::Queue(_) => "queue",
             Command::Report(r) => r.command.error_prefix(),
@@ -132,6 +135,7 @@ pub fn run(cli: &Cli, stdout: &mut dyn Write, stderr: &mut dyn Write) -> anyhow:
         Command::Cluster(args) => client_jobs::cluster(args, stdout),
         Command::Crdgen(args) => crdgen(args, stdout),
         Command::Jobs(args) => client_jobs::jobs(args, stdout),
+        Command::Kube(args) => kube::run(args),
         Command::Move(args) => client_jobs::move_job(args, stdout),
         Command::Queue(args) => client_jobs::queue(args, stdout),
         Command::Report(r) => client_admin::report(r, stdout),

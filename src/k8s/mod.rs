@@ -1,8 +1,8 @@
 //! Kubernetes: Partita's custom resources as Rust types, from which
 //! their CustomResourceDefinitions are generated (`partita crdgen`), and
 //! the pure translation of API objects into the engine's types (nodes so
-//! far). The scheduler and controllers come next (issue 48); until then
-//! `partita kube` is the Go build's (`go/internal/kube`).
+//! far), and `partita kube`: the scheduler and the process around it
+//! (`run`), ported from the Go build's `go/internal/kube` (issue 48).
 
 pub mod act;
 pub mod client;
@@ -20,6 +20,7 @@ pub mod names;
 pub mod node;
 pub mod pod;
 pub mod resources;
+pub mod run;
 pub mod scheduler;
 pub mod serve;
 pub mod snapshot;
