@@ -108,6 +108,7 @@ func main() {
 	settle := flag.Duration("settle", 5*time.Second, "wait after the last bind before counting Scheduled events (the scheduler still runs)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a run after this long")
 	crds := flag.String("crds", defaultCRDs(), "deploy/kubernetes/crds.yaml")
+	warmup := flag.Bool("warmup", true, "first run the first scheduler once at the first limit, not counted (the first run after the API server starts is slow)")
 	logDir := flag.String("logdir", "", "where the schedulers' logs and configs go (default: a new temp dir)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -159,7 +160,13 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	klog.LogToStderr(false)
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := klogFlags.Set(name, value); err != nil {
+			log.Fatal(err)
+		}
+	}
 	klog.SetOutput(apiLog)
 
 	ctx := context.Background()
@@ -183,6 +190,11 @@ func main() {
 
 	var runs []run
 	n := 0
+	if *warmup && len(contenders) > 0 {
+		n++
+		res := measure(ctx, client, contenders[0], ls[0], 0, n, *pods, kubeconfig, *logDir, *settle, *timeout)
+		printRun(res) // round "warm": not counted
+	}
 	for r := range *rounds {
 		// Rotate who goes first, so that no scheduler always meets the
 		// machine's state after the same other one.
@@ -567,12 +579,16 @@ func poll(ctx context.Context, d time.Duration, what string, f func() error) err
 }
 
 func printRun(r run) {
+	round := strconv.Itoa(r.round)
+	if r.round == 0 {
+		round = "warm"
+	}
 	if r.err != nil && r.elapsed == 0 {
-		fmt.Printf("%-5d %-14s %-13s FAILED: %v\n", r.round, r.sched, r.limit, r.err)
+		fmt.Printf("%-5s %-14s %-13s FAILED: %v\n", round, r.sched, r.limit, r.err)
 		return
 	}
-	fmt.Printf("%-5d %-14s %-13s %6d %9.2f %9.1f %8.2f %11.2f %6d/%-6d",
-		r.round, r.sched, r.limit, r.bound, r.elapsed.Seconds(), r.podsPerSec(), r.cpu, r.cpuPer1k(), r.events, r.bound)
+	fmt.Printf("%-5s %-14s %-13s %6d %9.2f %9.1f %8.2f %11.2f %6d/%-6d",
+		round, r.sched, r.limit, r.bound, r.elapsed.Seconds(), r.podsPerSec(), r.cpu, r.cpuPer1k(), r.events, r.bound)
 	if r.evCount != r.events {
 		fmt.Printf(" (%d counted)", r.evCount)
 	}
