@@ -583,7 +583,7 @@ func printRun(r run) {
 	if r.round == 0 {
 		round = "warm"
 	}
-	if r.err != nil && r.elapsed == 0 {
+	if r.err != nil && r.bound == 0 {
 		fmt.Printf("%-5s %-14s %-13s FAILED: %v\n", round, r.sched, r.limit, r.err)
 		return
 	}
