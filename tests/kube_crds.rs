@@ -13,36 +13,6 @@ use kube::{CustomResourceExt, ResourceExt};
 use partita::k8s::resources::{PodGroup, PodGroupSpec, Queue, QueueSpec, QueueStatus};
 use serde_json::json;
 
-async fn install_crds(client: &kube::Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in [Queue::crd(), PodGroup::crd()] {
-        match crds.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => panic!("creating {}: {e}", crd.name_any()),
-        }
-        let start = Instant::now();
-        loop {
-            let got = crds.get(&crd.name_any()).await.unwrap();
-            let established = got
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
-            if established {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "{} not established",
-                crd.name_any()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
 fn queue(name: &str, spec: QueueSpec) -> Queue {
     Queue::new(name, spec)
 }
@@ -78,7 +48,7 @@ async fn the_generated_crds_are_enforced_by_a_real_api_server() {
         return;
     };
     let client = support::kube::client(h).await;
-    install_crds(&client).await;
+    support::kube::install_crds(&client).await;
     let queues: Api<Queue> = Api::all(client.clone());
 
     let why = refused(&queues, &queue("burst-below", spec(16, Some(8), None, &[]))).await;

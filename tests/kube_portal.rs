@@ -18,26 +18,6 @@ use partita::k8s::resources::{PodGroup, Queue};
 use serde_json::{Value, json};
 use support::api::call;
 
-async fn install_crds(client: &kube::Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in [Queue::crd(), PodGroup::crd()] {
-        match crds.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => panic!("creating {}: {e}", crd.name_any()),
-        }
-        eventually("CRD established", || async {
-            let got = crds.get(&crd.name_any()).await.unwrap();
-            got.status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-        })
-        .await;
-    }
-}
-
 /// The PriorityClasses of deploy/kubernetes/partita.yaml: the API server
 /// refuses a pod that names a class it does not have.
 async fn priority_classes(client: &kube::Client) {
@@ -165,7 +145,7 @@ async fn a_job_submitted_through_the_api_runs_as_pods_and_is_billed() {
         return;
     };
     let client = support::kube::client(h).await;
-    install_crds(&client).await;
+    support::kube::install_crds(&client).await;
     priority_classes(&client).await;
     gpu_node(&client, "portal-gpu-1").await;
     let w = support::api::world().await;
@@ -291,7 +271,7 @@ async fn a_pod_made_with_kubectl_shows_up_under_its_queues_team_and_is_billed() 
         return;
     };
     let client = support::kube::client(h).await;
-    install_crds(&client).await;
+    support::kube::install_crds(&client).await;
     gpu_node(&client, "kubectl-gpu-1").await;
     let queues: Api<Queue> = Api::all(client.clone());
     let q: Queue = serde_json::from_value(json!({
@@ -386,7 +366,7 @@ async fn a_gang_submitted_in_the_portal_is_scheduled_runs_and_is_charged() {
     // the scheduler themselves on the same API server.
     const NAME: &str = "partita-e2e";
     let client = support::kube::client(h).await;
-    install_crds(&client).await;
+    support::kube::install_crds(&client).await;
     priority_classes(&client).await;
     gpu_node(&client, "e2e-gpu-1").await;
     gpu_node(&client, "e2e-gpu-2").await;

@@ -23,26 +23,6 @@ use partita::k8s::resources::{PodGroup, PodGroupPhase, PodGroupSpec, Queue};
 use partita::k8s::scheduler::{Options, Scheduler};
 use serde_json::json;
 
-async fn install_crds(client: &kube::Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in [Queue::crd(), PodGroup::crd()] {
-        match crds.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => panic!("creating {}: {e}", crd.name_any()),
-        }
-        wait_for(Duration::from_secs(30), "CRD established", || async {
-            let got = crds.get(&crd.name_any()).await.ok()?;
-            got.status?
-                .conditions?
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-                .then_some(())
-        })
-        .await;
-    }
-}
-
 /// Polls `f` until it gives a value, or panics naming `what`.
 async fn wait_for<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
 where
@@ -303,7 +283,7 @@ async fn the_scheduler_binds_pods_with_devices_and_gangs_all_or_nothing() {
         return;
     };
     let client = support::kube::client(h).await;
-    install_crds(&client).await;
+    support::kube::install_crds(&client).await;
     create_node(&client, gpu_node("gpu-0", 4)).await;
     create_node(&client, gpu_node("gpu-1", 4)).await;
     create_node(&client, mig_node("mig-0", "1g.10gb", 7)).await;

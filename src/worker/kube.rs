@@ -75,7 +75,8 @@ pub struct NodeFacts {
 pub enum Action {
     Create {
         seq: i64,
-        workload: Workload,
+        // Boxed: a workload is large beside a deletion's names.
+        workload: Box<Workload>,
     },
     /// Delete these pods (namespace, name) of the job.
     Delete {
@@ -257,7 +258,7 @@ impl KubeWorld {
             match workload_of(&job, &template.placement(rec)) {
                 Ok(workload) => actions.push(Action::Create {
                     seq: rec.seq,
-                    workload,
+                    workload: Box::new(workload),
                 }),
                 Err(e) => {
                     self.refuse(rec.clone(), now, &e);

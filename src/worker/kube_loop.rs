@@ -433,7 +433,7 @@ impl Cluster {
 
     async fn apply(&mut self, a: Action) -> Result<(), (i64, anyhow::Error)> {
         match a {
-            Action::Create { seq, workload } => self.create(workload).await.map_err(|e| (seq, e)),
+            Action::Create { seq, workload } => self.create(*workload).await.map_err(|e| (seq, e)),
             Action::Delete { seq, pods } => {
                 for (ns, name) in pods {
                     let api = Api::<Pod>::namespaced(self.client.clone(), &ns);

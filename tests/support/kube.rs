@@ -127,3 +127,39 @@ pub async fn client(h: &Harness) -> kube::Client {
     .unwrap();
     kube::Client::try_from(config).unwrap()
 }
+
+/// Installs the CRDs generated from the Rust types and waits until the
+/// API server serves them (a second install is a no-op).
+pub async fn install_crds(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, PostParams};
+    use kube::{CustomResourceExt, ResourceExt};
+    use partita::k8s::resources::{PodGroup, Queue};
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in [Queue::crd(), PodGroup::crd()] {
+        match crds.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("creating {}: {e}", crd.name_any()),
+        }
+        let start = std::time::Instant::now();
+        loop {
+            let got = crds.get(&crd.name_any()).await.unwrap();
+            let established = got
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{} not established",
+                crd.name_any()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
