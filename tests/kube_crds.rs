@@ -5,11 +5,8 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::{CustomResourceExt, ResourceExt};
 use partita::k8s::resources::{PodGroup, PodGroupSpec, Queue, QueueSpec, QueueStatus};
 use serde_json::json;
 

@@ -11,10 +11,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::{CustomResourceExt, ResourceExt};
-use partita::k8s::resources::{PodGroup, Queue};
+use partita::k8s::resources::Queue;
 use serde_json::{Value, json};
 use support::api::call;
 

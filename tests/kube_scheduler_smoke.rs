@@ -12,14 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::{CustomResourceExt, ResourceExt};
 use partita::k8s::events::Events;
 use partita::k8s::metrics::Metrics;
 use partita::k8s::migconfig::{expand_specs, parse_mig_parted};
 use partita::k8s::names::{LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE};
-use partita::k8s::resources::{PodGroup, PodGroupPhase, PodGroupSpec, Queue};
+use partita::k8s::resources::{PodGroup, PodGroupPhase, PodGroupSpec};
 use partita::k8s::scheduler::{Options, Scheduler};
 use serde_json::json;
 

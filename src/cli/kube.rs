@@ -116,6 +116,47 @@ fn mig_mode(text: &str) -> Result<String, String> {
     }
 }
 
+impl KubeArgs {
+    /// The scheduler's options for these flags.
+    pub fn run_options(&self) -> anyhow::Result<crate::k8s::run::RunOptions> {
+        let scheduler = crate::k8s::scheduler::Options {
+            scheduler_name: self.scheduler_name.clone(),
+            preset: self.preset.clone(),
+            grace: self.preemption_grace,
+            reconfig_cooldown: self.mig_cooldown,
+            mig_config_namespace: self.mig_configmap_namespace.clone(),
+            mig_config_name: self.mig_configmap.clone(),
+            mig_reconfigure: self.mig_reconfigure.parse()?,
+            bind_workers: self.bind_workers,
+            tolerated_taints: self.tolerated_taints(),
+            ..crate::k8s::scheduler::Options::default()
+        };
+        Ok(crate::k8s::run::RunOptions {
+            scheduler,
+            kubeconfig: self.kubeconfig.clone(),
+            qps: self.kube_api_qps,
+            burst: self.kube_api_burst,
+            leader_elect: self.leader_elect,
+            lease_namespace: self.lease_namespace.clone(),
+            lease_name: self.lease_name.clone(),
+            identity: String::new(),
+            metrics_addr: self.metrics_addr.clone(),
+            webhook_addr: self.webhook_addr.clone(),
+            tls_cert_file: self.tls_cert_file.clone(),
+            tls_key_file: self.tls_key_file.clone(),
+        })
+    }
+}
+
+/// `partita kube`: runs until SIGTERM or Ctrl-C, or until the lease is
+/// lost.
+pub fn run(args: &KubeArgs) -> anyhow::Result<()> {
+    super::serve::init_logging();
+    let ro = args.run_options()?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(crate::k8s::run::run(ro, super::serve::shutdown_signal()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,45 +269,4 @@ mod tests {
         assert!(go_duration("").is_err());
         assert!(go_duration("10 m").is_err());
     }
-}
-
-impl KubeArgs {
-    /// The scheduler's options for these flags.
-    pub fn run_options(&self) -> anyhow::Result<crate::k8s::run::RunOptions> {
-        let scheduler = crate::k8s::scheduler::Options {
-            scheduler_name: self.scheduler_name.clone(),
-            preset: self.preset.clone(),
-            grace: self.preemption_grace,
-            reconfig_cooldown: self.mig_cooldown,
-            mig_config_namespace: self.mig_configmap_namespace.clone(),
-            mig_config_name: self.mig_configmap.clone(),
-            mig_reconfigure: self.mig_reconfigure.parse()?,
-            bind_workers: self.bind_workers,
-            tolerated_taints: self.tolerated_taints(),
-            ..crate::k8s::scheduler::Options::default()
-        };
-        Ok(crate::k8s::run::RunOptions {
-            scheduler,
-            kubeconfig: self.kubeconfig.clone(),
-            qps: self.kube_api_qps,
-            burst: self.kube_api_burst,
-            leader_elect: self.leader_elect,
-            lease_namespace: self.lease_namespace.clone(),
-            lease_name: self.lease_name.clone(),
-            identity: String::new(),
-            metrics_addr: self.metrics_addr.clone(),
-            webhook_addr: self.webhook_addr.clone(),
-            tls_cert_file: self.tls_cert_file.clone(),
-            tls_key_file: self.tls_key_file.clone(),
-        })
-    }
-}
-
-/// `partita kube`: runs until SIGTERM or Ctrl-C, or until the lease is
-/// lost.
-pub fn run(args: &KubeArgs) -> anyhow::Result<()> {
-    super::serve::init_logging();
-    let ro = args.run_options()?;
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(crate::k8s::run::run(ro, super::serve::shutdown_signal()))
 }
