@@ -505,3 +505,112 @@ fn check_mig_example(text: &str, problems: &mut Vec<String>) {
         }
     }
 }
+
+/// deploy/kubernetes/server.yaml's least-privilege role is enough for the
+/// worker of `partita serve --cluster kubernetes`: run as that
+/// ServiceAccount (and the scheduler as its own), a job submitted through
+/// the API gets its namespace, Queue and pods, is bound, runs, succeeds
+/// and is billed.
+#[tokio::test]
+async fn server_manifests_let_the_worker_run_a_job_on_the_cluster() {
+    let Some(e) = Env::new(&["--authorization-mode=Node,RBAC"]).await else {
+        return;
+    };
+    e.create_namespace(MIG_NAMESPACE).await;
+    for file in ["partita.yaml", "server.yaml"] {
+        for obj in manifests(file) {
+            e.create(&obj)
+                .await
+                .unwrap_or_else(|err| panic!("{file}: {err}"));
+        }
+    }
+    e.create_node(&gpu_node("srv-gpu-0", 8, &[])).await;
+    let scheduler_sa = e.impersonating_kubeconfig(SA_USER, &SA_GROUPS);
+    let _s = Scheduler::start(&scheduler_sa, &test_flags());
+
+    let w = support::api::world().await;
+    let server_sa = e.impersonating_kubeconfig(
+        "system:serviceaccount:partita-system:partita-server",
+        &SA_GROUPS,
+    );
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&server_sa).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let mut opt = support::api::worker_options(1.0, "server-sa");
+    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
+        config,
+        template: partita::worker::kube::PodTemplate {
+            scheduler_name: "partita".into(),
+            image: "registry.k8s.io/pause:3.10".into(),
+            command: Vec::new(),
+        },
+        tick: std::time::Duration::from_millis(200),
+    });
+    let worker = partita::worker::spawn(w.pool.clone(), opt);
+
+    let lead = w.token("lead").unwrap().to_string();
+    let a = support::api::call(
+        &w.app,
+        "POST",
+        "/api/v1/jobs",
+        Some(&lead),
+        Some(json!({"gpu": {"count": 2}, "duration": "1h"})),
+    )
+    .await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let id = a.body["id"].as_str().unwrap().to_string();
+    let state = async || {
+        let a = support::api::call(
+            &w.app,
+            "GET",
+            &format!("/api/v1/jobs/{id}"),
+            Some(&lead),
+            None,
+        )
+        .await;
+        Ok::<_, String>(a.body)
+    };
+    let pods: Api<Pod> = Api::namespaced(e.client.clone(), "search");
+    eventually(WAIT, "the job's pod, bound", async || {
+        let list = pods
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(list.items.len() == 1
+            && list.items[0]
+                .spec
+                .as_ref()
+                .is_some_and(|s| s.node_name.is_some()))
+    })
+    .await;
+    eventually(WAIT, "the job running", async || {
+        Ok(state().await?["state"] == "running")
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let name = pods.list(&ListParams::default()).await.unwrap().items[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    let done = json!({"status": {"phase": "Succeeded"}});
+    pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&done))
+        .await
+        .unwrap();
+    eventually(WAIT, "the job succeeded", async || {
+        Ok(state().await?["state"] == "succeeded")
+    })
+    .await;
+    let a = support::api::call(&w.app, "GET", "/api/v1/ledger", w.token("finance"), None).await;
+    let rows = a.body["entries"].as_array().expect("ledger entries");
+    assert_eq!(
+        rows.iter().filter(|r| r["job"] == id.as_str()).count(),
+        2,
+        "{}",
+        a.body
+    );
+    worker.stop().await;
+}
