@@ -34,3 +34,20 @@ pub fn slice_share(compute: i64) -> i64 {
 pub fn milli_share(milli: i64) -> i64 {
     milli * SHARE_UNIT / 1000
 }
+
+/// What one grant on a GPU of `model` holds, for a ledger row: its share
+/// and, for a MIG slice, the profile (0 for a profile the model lacks).
+pub fn grant_share(
+    model: &partita_engine::gpu::Model,
+    g: &partita_engine::cluster::Grant,
+) -> (i64, Option<String>) {
+    match &g.slice {
+        Some(p) => (
+            model
+                .find(&p.profile)
+                .map_or(0, |pr| slice_share(i64::from(pr.compute))),
+            Some(p.profile.to_string()),
+        ),
+        None => (milli_share(i64::from(g.milli)), None),
+    }
+}

@@ -117,9 +117,8 @@ impl KubeWorld {
         std::mem::take(&mut self.changes)
     }
 
-    /// The pods of `seq`'s current run, as `observe` was last told (for
-    /// the loop's deletions on cancel).
-    fn current_pods(rec: &JobRecord, pods: &BTreeMap<String, Vec<Arc<Pod>>>) -> Vec<Arc<Pod>> {
+    /// Every pod of the job (all its runs) among `pods`.
+    fn pods_of(rec: &JobRecord, pods: &BTreeMap<String, Vec<Arc<Pod>>>) -> Vec<Arc<Pod>> {
         pods.get(&rec.id).cloned().unwrap_or_default()
     }
 
@@ -134,7 +133,7 @@ impl KubeWorld {
     ) -> Option<Action> {
         let mut rec = self.jobs.remove(&seq)?;
         self.close_holds(&mut rec, now, nodes);
-        let doomed = names(&Self::current_pods(&rec, pods));
+        let doomed = names(&Self::pods_of(&rec, pods));
         self.finish(rec, now, CANCELLED, format!("cancelled by {by}"));
         (!doomed.is_empty()).then_some(Action::Delete { seq, pods: doomed })
     }
@@ -150,7 +149,7 @@ impl KubeWorld {
         nodes: &BTreeMap<String, NodeFacts>,
     ) -> Option<Action> {
         let mut rec = self.jobs.remove(&seq)?;
-        let doomed = names(&Self::current_pods(&rec, pods));
+        let doomed = names(&Self::pods_of(&rec, pods));
         self.close_holds(&mut rec, now, nodes);
         if rec.cluster_job.is_some() {
             // Partita cannot make a cluster job's pods again: they go, and
@@ -201,7 +200,7 @@ impl KubeWorld {
         for seq in seqs {
             let mut rec = self.jobs.remove(&seq).expect("listed");
             let run = rec.runtime.epoch;
-            let all = Self::current_pods(&rec, pods);
+            let all = Self::pods_of(&rec, pods);
             // A cluster job's pods are all its own: they have no runs.
             let foreign = rec.cluster_job.is_some();
             let (current, stale): (Vec<_>, Vec<_>) = all
@@ -415,15 +414,7 @@ impl KubeWorld {
                 let Some(facts) = facts.filter(|f| !f.model.is_empty()) else {
                     continue;
                 };
-                let (share, profile) = match &g.slice {
-                    Some(s) => (
-                        gpu::lookup(&facts.model)
-                            .find(&s.profile)
-                            .map_or(0, |p| accounting::slice_share(i64::from(p.compute))),
-                        Some(s.profile.to_string()),
-                    ),
-                    None => (accounting::milli_share(i64::from(g.milli)), None),
-                };
+                let (share, profile) = accounting::grant_share(&gpu::lookup(&facts.model), g);
                 if share <= 0 {
                     continue;
                 }

@@ -18,7 +18,7 @@ use chrono::Utc;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use partita_engine::sched::Team;
 use sqlx::{Connection, PgConnection};
@@ -273,13 +273,9 @@ fn cluster_jobs(
         let first = &list[0];
         let ns = first.metadata.namespace.clone().unwrap_or_default();
         let group = group_name(first).to_string();
+        // The stores are indexed by name: no scan per job.
         let pod_group = (!group.is_empty())
-            .then(|| {
-                groups.state().into_iter().find(|g| {
-                    g.metadata.namespace.as_deref() == Some(&ns)
-                        && g.metadata.name.as_deref() == Some(&group)
-                })
-            })
+            .then(|| groups.get(&ObjectRef::new(&group).within(&ns)))
             .flatten();
         let queue = labels_of(first)
             .get(LABEL_QUEUE)
@@ -287,9 +283,7 @@ fn cluster_jobs(
             .or_else(|| pod_group.as_ref().and_then(|g| g.spec.queue.clone()))
             .unwrap_or_else(|| DEFAULT_QUEUE.to_string());
         let Some(team) = queues
-            .state()
-            .into_iter()
-            .find(|q| q.metadata.name.as_deref() == Some(&queue))
+            .get(&ObjectRef::new(&queue))
             .map(|q| q.spec.team.clone())
         else {
             continue;

@@ -688,15 +688,7 @@ impl World {
                     let Some(d) = usize::try_from(g.gpu).ok().and_then(|i| n.gpus().get(i)) else {
                         continue;
                     };
-                    let (share, profile) = match &g.slice {
-                        Some(p) => (
-                            d.model()
-                                .find(&p.profile)
-                                .map_or(0, |pr| accounting::slice_share(i64::from(pr.compute))),
-                            Some(p.profile.to_string()),
-                        ),
-                        None => (accounting::milli_share(i64::from(g.milli)), None),
-                    };
+                    let (share, profile) = accounting::grant_share(d.model(), g);
                     if share <= 0 {
                         continue;
                     }
