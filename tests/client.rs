@@ -615,7 +615,7 @@ fn tokens_are_found_as_documented_and_errors_are_clear() {
     for (args, field) in [
         (
             &["submit", "--team", "t1", "--mig", "9g.99gb"][..],
-            "(field gpu)",
+            "gpu.mig: mig profile \"9g.99gb\"",
         ),
         (
             &["submit", "--team", "t1", "--gpus", "1", "--mig", "1g.10gb"],

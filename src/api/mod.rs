@@ -92,7 +92,7 @@ pub struct Team {
 
 /// Creates (POST /teams, `name` required) or changes (PATCH
 /// /teams/{team}) a team; absent fields keep their value or default.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TeamRequest {
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -120,7 +120,7 @@ pub struct Project {
 }
 
 /// The body of POST /teams/{team}/projects.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProjectRequest {
     pub name: String,
@@ -141,7 +141,7 @@ pub struct User {
 }
 
 /// The body of POST /users.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct UserRequest {
     pub name: String,
@@ -153,7 +153,7 @@ pub struct UserRequest {
 /// The body of PATCH /users/{user}: a new role, team, or disabled flag.
 /// Absent fields keep their value; `team` "" leaves the user without one
 /// (admin and finance).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct UserPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,7 +165,7 @@ pub struct UserPatch {
 }
 
 /// The body of POST /users/{user}/tokens.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TokenRequest {
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -415,7 +415,7 @@ pub struct JobList {
 
 /// The body of PATCH /jobs/{id}: a new priority class, within the team's
 /// allowed classes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobPatch {
     pub class: String,
@@ -423,7 +423,7 @@ pub struct JobPatch {
 
 /// POST /jobs/{id}/move: one place `up` (sooner) or `down` (later) in its
 /// team's queue, among the team's queued jobs of its class.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobMove {
     pub direction: String,
@@ -691,7 +691,7 @@ pub struct Hold {
 /// The body of PUT /prices: the price of one GPU-hour of a whole GPU, in
 /// `currency` units, for each model (`"*"`: any model not listed) and
 /// capacity tier given. Models and tiers not given keep their price.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PricesUpdate {
     pub currency: String,

@@ -137,8 +137,9 @@ pub fn build_spec(
     };
     if let Err(e) = task.validate(Some(capacity)) {
         let text = e.to_string();
-        let text = text.strip_prefix("task : ").unwrap_or(&text).to_string();
-        return Err(ApiError::bad_request(task_field(&text), text));
+        let text = text.strip_prefix("task : ").unwrap_or(&text);
+        let field = task_field(text, &req.gpu);
+        return Err(ApiError::bad_request(field, format!("{field}: {text}")));
     }
     for i in 0..n {
         let mut t = task.clone();
@@ -181,14 +182,28 @@ fn task_count(req: &SubmitRequest) -> Result<i64, ApiError> {
     Ok(n.max(1))
 }
 
-/// Which request field a workload validation error is about, from the
-/// resource it names (as the Go build guesses it).
-fn task_field(msg: &str) -> &'static str {
+/// Which request field a workload validation error is about: the
+/// resource it names, and for a GPU the one field of `gpu` that was given
+/// (the Go build said "gpu" for all of them; the portal shows the error
+/// beside the input).
+fn task_field(msg: &str, g: &GpuRequest) -> &'static str {
     if msg.contains("CPU") || msg.contains("cpu") {
         "cpu"
     } else if msg.contains("MiB memory") || (msg.contains("memory ") && !msg.contains("gpu memory"))
     {
         "memory"
+    } else if !g.models.is_empty() && msg.contains("model") {
+        "gpu.models"
+    } else if g.count != 0 {
+        "gpu.count"
+    } else if !g.mig.is_empty() {
+        "gpu.mig"
+    } else if !g.memory.is_empty() {
+        "gpu.memory"
+    } else if g.milli != 0 {
+        "gpu.milli"
+    } else if !g.profile.is_empty() {
+        "gpu.profile"
     } else {
         "gpu"
     }

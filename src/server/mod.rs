@@ -9,6 +9,8 @@ pub mod accounts_cache;
 pub mod auth;
 pub mod cluster;
 pub mod decode;
+#[cfg(test)]
+mod decode_fuzz;
 pub mod error;
 pub mod jobs;
 pub mod jobspec;
