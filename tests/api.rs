@@ -473,14 +473,14 @@ async fn bad_submissions_name_the_field_and_store_nothing() {
             member,
             json!({"gpu": {"count": 9}}),
             400,
-            "gpu.count",
-            "largest node",
+            "gpu",
+            "gpu.count: asks for 9 GPUs",
         ),
         (
             member,
             json!({"gpu": {"mig": "9g.99gb"}}),
             400,
-            "gpu.mig",
+            "gpu",
             "9g.99gb",
         ),
         (

@@ -371,8 +371,8 @@ async fn preview_is_checked_as_a_submission_and_stores_nothing() {
     let before = w.count("jobs").await;
     for (body, field) in [
         (json!({"gpu": {"count": 99}}), "gpu.count"),
-        (json!({"gpu": {"count": 9}}), "gpu.count"),
-        (json!({"gpu": {"mig": "9g.90gb"}}), "gpu.mig"),
+        (json!({"gpu": {"count": 9}}), "gpu"),
+        (json!({"gpu": {"mig": "9g.90gb"}}), "gpu"),
         (json!({"gpu": {"memory": "lots"}}), "gpu.memory"),
         (json!({"project": "nope"}), "project"),
         (json!({"team": "ads"}), "team"),

@@ -138,8 +138,11 @@ pub fn build_spec(
     if let Err(e) = task.validate(Some(capacity)) {
         let text = e.to_string();
         let text = text.strip_prefix("task : ").unwrap_or(&text);
-        let field = task_field(text, &req.gpu);
-        return Err(ApiError::bad_request(field, format!("{field}: {text}")));
+        // The message names the part of the request at fault; the field
+        // stays the Go build's ("gpu" for every GPU error).
+        let part = task_field(text, &req.gpu);
+        let field = part.split('.').next().unwrap_or(part);
+        return Err(ApiError::bad_request(field, format!("{part}: {text}")));
     }
     for i in 0..n {
         let mut t = task.clone();
@@ -182,10 +185,8 @@ fn task_count(req: &SubmitRequest) -> Result<i64, ApiError> {
     Ok(n.max(1))
 }
 
-/// Which request field a workload validation error is about: the
-/// resource it names, and for a GPU the one field of `gpu` that was given
-/// (the Go build said "gpu" for all of them; the portal shows the error
-/// beside the input).
+/// Which part of the request a workload validation error is about: the
+/// resource it names, and for a GPU the one field of `gpu` that was given.
 fn task_field(msg: &str, g: &GpuRequest) -> &'static str {
     if msg.contains("CPU") || msg.contains("cpu") {
         "cpu"
