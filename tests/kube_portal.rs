@@ -3,8 +3,10 @@
 //! the worker makes the pods and the team's Queue, a bind starts the job,
 //! the pods' phases end it, and its GPU-hours land in the ledger.
 //!
-//! The test plays the kubelet (pod phases), and here also the scheduler
-//! (the bind), so that the worker's side is tested on its own.
+//! The first two tests play the kubelet (pod phases) and the scheduler
+//! (the bind), so that the worker's side is tested on its own; the last
+//! runs Partita's scheduler too, and checks what the portal shows of the
+//! cluster and of why a job waits.
 
 mod support;
 
@@ -137,6 +139,33 @@ async fn job_state(w: &support::api::World, token: &str, id: &str) -> Value {
     .await;
     assert_eq!(a.status, 200, "{}", a.body);
     a.body
+}
+
+/// How many GPUs of the nodes named `prefix*` in a published cluster
+/// view hold job `id`.
+fn gpus_held_by(cluster: &Value, id: &str, prefix: &str) -> usize {
+    let Some(nodes) = cluster["nodes"].as_array() else {
+        return 0;
+    };
+    nodes
+        .iter()
+        .filter(|n| n["name"].as_str().is_some_and(|s| s.starts_with(prefix)))
+        .flat_map(|n| n["gpus"].as_array().cloned().unwrap_or_default())
+        .filter(|g| {
+            g["holders"]
+                .as_array()
+                .is_some_and(|h| h.iter().any(|h| h["job"] == id))
+        })
+        .count()
+}
+
+/// Job `id`'s entry in a published queue answer.
+fn queue_entry(queue: &Value, id: &str) -> Option<Value> {
+    queue["teams"]
+        .as_array()?
+        .iter()
+        .flat_map(|t| t["jobs"].as_array().cloned().unwrap_or_default())
+        .find(|j| j["job"] == id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -453,6 +482,98 @@ async fn a_gang_submitted_in_the_portal_is_scheduled_runs_and_is_charged() {
         job_state(&w, &leo, &id).await["state"] == "running"
     })
     .await;
+
+    // The portal's cluster view is the Kubernetes cluster: both nodes,
+    // and the job on the eight GPUs it was bound to.
+    eventually("the job on the published cluster", || async {
+        let c = call(&w.app, "GET", "/api/v1/cluster", Some(&leo), None).await;
+        c.status == 200 && gpus_held_by(&c.body, &id, "e2e-gpu-") == 8
+    })
+    .await;
+    let c = call(&w.app, "GET", "/api/v1/cluster", Some(&leo), None).await;
+    let ours: Vec<&Value> = c.body["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["name"].as_str().unwrap().starts_with("e2e-gpu-"))
+        .collect();
+    assert_eq!(ours.len(), 2, "{}", c.body);
+    for n in &ours {
+        assert_eq!(n["gpus"].as_array().unwrap().len(), 8, "{n}");
+        assert!(
+            n["gpus"][0]["model"].as_str().unwrap().contains("H100"),
+            "{n}"
+        );
+    }
+
+    // A gang of sixteen GPUs cannot start beside it: the scheduler says
+    // why on its pods (PodScheduled False), and the portal's queue shows
+    // those words.
+    let a = call(
+        &w.app,
+        "POST",
+        "/api/v1/jobs",
+        Some(&leo),
+        Some(json!({"gpu": {"count": 8}, "tasks": 2, "gang": 2, "duration": "1h"})),
+    )
+    .await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let big = a.body["id"].as_str().unwrap().to_string();
+    let big_selector = ListParams::default().labels(&format!(
+        "partita.dev/job-id={}",
+        partita::k8s::workloads::label_value(&big)
+    ));
+    eventually("the scheduler's reason on the gang's pods", || async {
+        let list = pods.list(&big_selector).await.unwrap().items;
+        list.len() == 2
+            && list
+                .iter()
+                .all(|p| partita::k8s::waiting::reason_of(p).is_some())
+    })
+    .await;
+    let waiting = pods.list(&big_selector).await.unwrap().items;
+    let said = partita::k8s::waiting::reason_of(&waiting[0])
+        .unwrap()
+        .to_string();
+    let condition = waiting[0]
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .unwrap()
+        .clone();
+    assert_eq!(condition.status, "False");
+    assert_eq!(condition.reason.as_deref(), Some("Unschedulable"));
+    eventually("the reason in the portal's queue", || async {
+        let q = call(&w.app, "GET", "/api/v1/queue", Some(&leo), None).await;
+        queue_entry(&q.body, &big).is_some_and(|e| e["reason"] == said.as_str())
+    })
+    .await;
+    let q = call(&w.app, "GET", "/api/v1/queue", Some(&leo), None).await;
+    assert_eq!(
+        queue_entry(&q.body, &big).unwrap()["position"],
+        1,
+        "{}",
+        q.body
+    );
+    let a = call(
+        &w.app,
+        "POST",
+        &format!("/api/v1/jobs/{big}/cancel"),
+        Some(&leo),
+        None,
+    )
+    .await;
+    assert!(a.status.is_success(), "{}", a.body);
+    eventually("the waiting gang cancelled", || async {
+        job_state(&w, &leo, &big).await["state"] == "cancelled"
+    })
+    .await;
+
     tokio::time::sleep(Duration::from_secs(2)).await;
     for p in &bound {
         let done = json!({"status": {"phase": "Succeeded"}});

@@ -16,7 +16,6 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use partita_engine::sched::{Decision, Input, Job, Wait};
 
-use super::events::EventType;
 use super::jobs::group_name;
 use super::names::{
     ANNOTATION_MIN_MEMBER, LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE, MIG_STATE_PENDING,
@@ -26,6 +25,7 @@ use super::resources::PodGroup;
 use super::scheduler::{ASSUME_TTL, Acted, Memory, MigReconfigure, Scheduler, engine_now};
 use super::snapshot::{Objects, Snapshot, SnapshotError, SnapshotOptions, build_snapshot};
 use super::status::summarize;
+use super::waiting;
 
 /// The pod's UID ("" if the server gave none).
 pub(crate) fn uid(p: &Pod) -> String {
@@ -241,12 +241,7 @@ impl Scheduler {
                     continue;
                 }
                 mem.reasons.insert(uid, key.clone());
-                self.events.record(
-                    p,
-                    EventType::Warning,
-                    "FailedScheduling",
-                    &format!("partita: {reason}"),
-                );
+                self.events.record_waiting(p, &waiting::message(reason));
             }
         }
         self.metrics.pending_pods.set(pending);

@@ -22,6 +22,13 @@
 //! of `partita_kube_events_total`: written (the first of an Event),
 //! aggregated (folded into a series), failed (could not be written, or no
 //! room in memory).
+//!
+//! `record_waiting` also sets the pod's `PodScheduled` condition to False,
+//! reason `Unschedulable`, with the same words, as kube-scheduler does:
+//! `kubectl get pod` shows it, autoscalers look for it, and it outlives
+//! the Event (Events expire after an hour), so the worker reads it back
+//! for the portal's queue (`crate::k8s::waiting`). It goes with the
+//! Event, after a token of the same bucket.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,9 +117,12 @@ struct Key {
     note: String,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Pending {
     count: u32,
+    /// Set the pod's PodScheduled condition too, unless the pod has
+    /// changed since this resourceVersion (it may have been bound).
+    condition: Option<String>,
 }
 
 /// An Event written, for its series.
@@ -160,6 +170,23 @@ impl Events {
     /// Records an event on `pod`: `reason` is a CamelCase word
     /// ("Scheduled"), `note` the human text.
     pub fn record(&self, pod: &Pod, kind: EventType, reason: &str, note: &str) {
+        self.add(pod, kind, reason, note, None);
+    }
+
+    /// Records why `pod` waits (a Warning, FailedScheduling) and sets its
+    /// PodScheduled condition to say the same.
+    pub fn record_waiting(&self, pod: &Pod, note: &str) {
+        let version = pod.metadata.resource_version.clone().unwrap_or_default();
+        self.add(
+            pod,
+            EventType::Warning,
+            "FailedScheduling",
+            note,
+            Some(version),
+        );
+    }
+
+    fn add(&self, pod: &Pod, kind: EventType, reason: &str, note: &str, condition: Option<String>) {
         let metrics = &self.shared.metrics;
         let Some(name) = pod.metadata.name.clone() else {
             tracing::warn!(reason, "an event on a pod without a name: not written");
@@ -183,6 +210,9 @@ impl Events {
         }
         if let Some(p) = state.pending.get_mut(&key) {
             p.count = p.count.saturating_add(1);
+            if condition.is_some() {
+                p.condition = condition;
+            }
         } else if state.pending.len() >= MAX_PENDING {
             drop(state);
             tracing::warn!(pod = %key.name, reason, "too many events waiting: not written");
@@ -190,7 +220,13 @@ impl Events {
             return;
         } else {
             state.order.push_back(key.clone());
-            state.pending.insert(key, Pending { count: 1 });
+            state.pending.insert(
+                key,
+                Pending {
+                    count: 1,
+                    condition,
+                },
+            );
         }
         drop(state);
         self.shared.wake.notify_one();
@@ -328,9 +364,16 @@ impl Writer {
                 .cloned();
             let api: Api<Event> = Api::namespaced(self.client.clone(), &key.namespace);
             let (controller, instance) = (self.controller.clone(), self.instance.clone());
+            if pending.condition.is_some() {
+                self.bucket.acquire().await;
+            }
+            let pods: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
             tasks.spawn(async move {
                 let outcome =
                     write(&api, &key, pending.count, previous, &controller, &instance).await;
+                if let Some(version) = &pending.condition {
+                    set_unschedulable(&pods, &key.name, version, &key.note).await;
+                }
                 (key, pending, outcome)
             });
         }
@@ -430,6 +473,38 @@ async fn write(
         }
     }
     Outcome::Failed(last)
+}
+
+/// Sets the pod's PodScheduled condition to False, reason Unschedulable,
+/// with `note`, if the pod is still at `version`: a pod bound since has
+/// PodScheduled True, which this must not undo (the resourceVersion in a
+/// patch is a precondition; a 409 means the pod changed, and the next
+/// change of reason writes again). A failure is logged, not retried: the
+/// Event says the same.
+async fn set_unschedulable(pods: &Api<Pod>, name: &str, version: &str, note: &str) {
+    let now = Timestamp::now();
+    let mut patch = serde_json::json!({
+        "status": {"conditions": [{
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": note,
+            "lastTransitionTime": now.to_string(),
+        }]}
+    });
+    if !version.is_empty() {
+        patch["metadata"] = serde_json::json!({"resourceVersion": version});
+    }
+    match pods
+        .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+        Err(e) => {
+            tracing::warn!(pod = %name, error = %e, "the pod's PodScheduled condition could not be set");
+        }
+    }
 }
 
 /// A new Event on the pod of `key`; a series when it holds repeats (the

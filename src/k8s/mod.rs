@@ -25,5 +25,6 @@ pub mod scheduler;
 pub mod serve;
 pub mod snapshot;
 pub mod status;
+pub mod waiting;
 pub mod webhook;
 pub mod workloads;

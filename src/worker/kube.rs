@@ -26,7 +26,8 @@
 //! Whenever a run stops holding GPUs, one ledger hold per GPU grant is
 //! closed, exactly as on the virtual cluster.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -34,11 +35,15 @@ use partita_engine::cluster::Assignment;
 use partita_engine::gpu;
 use partita_engine::sched::Nanos;
 
+use super::views::{TeamQueueView, unseen_slot};
 use super::world::{
     CANCELLED, Changes, EventRow, FAILED, Hold, JobRecord, JobUpdate, QUEUED, RUNNING, SUCCEEDED,
 };
 use crate::accounting;
+use crate::api;
 use crate::k8s::devices::grants_from_annotations;
+use crate::k8s::pod::task_name;
+use crate::k8s::waiting;
 use crate::k8s::workloads::{Placement, StoredJob, Workload, WorkloadError, workload_of};
 
 /// What every pod of the worker's jobs has in common. Each team's pods go
@@ -115,6 +120,65 @@ impl KubeWorld {
 
     pub fn take_changes(&mut self) -> Changes {
         std::mem::take(&mut self.changes)
+    }
+
+    /// The job each pod belongs to, by the pod's task name
+    /// ("namespace/name", as the scheduler names tasks).
+    pub fn owners(&self, pods: &BTreeMap<String, Vec<Arc<Pod>>>) -> HashMap<String, &JobRecord> {
+        let mut out = HashMap::new();
+        for rec in self.jobs.values() {
+            for p in Self::pods_of(rec, pods) {
+                out.insert(task_name(&p), rec);
+            }
+        }
+        out
+    }
+
+    /// Each team's queue: its queued jobs in the order the scheduler takes
+    /// a team's work (higher class first, then the team's own order; a
+    /// move made after a job's pods exist reorders the portal's queue but
+    /// not the scheduler's, which orders pods by when they were made), each
+    /// with the reason the scheduler last wrote on a pod of its current
+    /// run (`k8s::waiting`). A job none of whose pods has one yet (just
+    /// made, or not seen by a cycle) says so, as on the virtual cluster.
+    ///
+    /// The position is the job's place in that order, counted here: the
+    /// scheduler writes a pod's reason only when it changes, so the
+    /// position it had then would soon be stale. Like the engine's, it
+    /// counts only the team's jobs that wait.
+    pub fn queue_views(
+        &self,
+        pods: &BTreeMap<String, Vec<Arc<Pod>>>,
+    ) -> BTreeMap<String, TeamQueueView> {
+        let mut queued: Vec<&JobRecord> =
+            self.jobs.values().filter(|r| r.state == QUEUED).collect();
+        queued.sort_by_key(|r| (r.team.as_str(), Reverse(r.class), r.queue_key, r.seq));
+        let mut out: BTreeMap<String, TeamQueueView> = BTreeMap::new();
+        for rec in queued {
+            let reason = Self::pods_of(rec, pods)
+                .iter()
+                .filter(|p| rec.cluster_job.is_some() || run_of(p) == Some(rec.runtime.epoch))
+                .find_map(|p| waiting::reason_of(p).map(str::to_string));
+            let q = out.entry(rec.team.clone()).or_default();
+            let position = q.slots.len() as i64 + 1;
+            let slot = match reason {
+                Some(reason) => {
+                    q.waiting += 1;
+                    api::QueueSlot {
+                        position,
+                        reason,
+                        estimated_start: None,
+                        wait_seconds: None,
+                    }
+                }
+                None => api::QueueSlot {
+                    position,
+                    ..unseen_slot(0)
+                },
+            };
+            q.slots.insert(rec.id.clone(), slot);
+        }
+        out
     }
 
     /// Every pod of the job (all its runs) among `pods`.

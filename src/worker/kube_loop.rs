@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::Utc;
@@ -20,17 +20,20 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use partita_engine::sched::Team;
+use partita_engine::sched::{Phase, Team};
 use sqlx::{Connection, PgConnection};
 use tokio::sync::watch;
 
 use super::kube::{Action, KubeWorld, NodeFacts, PodTemplate};
+use super::views::{self, Publisher, Rows, ViewJob};
 use super::{Options, clock, store};
+use crate::api;
 use crate::k8s::jobs::{group_name, job_id};
 use crate::k8s::names::{ANNOTATION_ESTIMATED_RUNTIME, DEFAULT_QUEUE, LABEL_QUEUE};
 use crate::k8s::node::{NodeOptions, view_node};
 use crate::k8s::pod::{annotations_of, class_of, duration_annotation, labels_of, task_of};
 use crate::k8s::resources::{PodGroup, Queue, QueueSpec};
+use crate::k8s::snapshot::{Objects, SnapshotError, SnapshotOptions, build_snapshot};
 use crate::k8s::workloads::{LABEL_JOB_ID, LABEL_MANAGED_BY, MANAGED_BY};
 
 /// How the worker reaches the cluster and what its pods run.
@@ -119,6 +122,13 @@ pub async fn active(
             .labels(&format!("{LABEL_MANAGED_BY}!={MANAGED_BY}")),
     )
     .await;
+    // Every unfinished pod, of any scheduler: what holds the nodes' GPUs,
+    // for the portal's cluster view.
+    let live = reflect(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed"),
+    )
+    .await;
     let queues = reflect(
         Api::<Queue>::all(client.clone()),
         watcher::Config::default(),
@@ -144,9 +154,11 @@ pub async fn active(
         namespaces: BTreeSet::new(),
         queues: Vec::new(),
     };
+    let mut publisher = Publisher::views_only();
     loop {
         let mut tx = conn.begin().await?;
-        cluster.sync_queues(&store::teams(&mut tx).await?).await;
+        let teams = store::teams(&mut tx).await?;
+        cluster.sync_queues(&teams).await;
         let mark = store::xmin(&mut tx).await?;
         let arrived = cluster_jobs(&theirs, &queues, &groups);
         let known = world.cluster_jobs();
@@ -209,6 +221,29 @@ pub async fn active(
         }
         let changes = world.take_changes();
         store::write(&mut tx, &clock, now, &changes, &opt.id).await?;
+        if publisher.due() {
+            let began = Instant::now();
+            let objects = Objects {
+                nodes: nodes.state(),
+                pods: live.state(),
+                queues: queues.state(),
+                pod_groups: groups.state(),
+            };
+            match cluster_view_of(
+                &objects,
+                &world,
+                &by_job,
+                &teams,
+                &k.template,
+                clock.at(now),
+            ) {
+                Ok(view) => {
+                    let rows = Rows::of(began, &clock, now, &view, &world.queue_views(&by_job))?;
+                    publisher.write(&mut tx, rows, &opt.id).await?;
+                }
+                Err(e) => tracing::warn!(error = %e, "worker: the cluster's view"),
+            }
+        }
         tx.commit().await?;
         tokio::select! {
             () = tokio::time::sleep(k.tick) => {}
@@ -223,6 +258,49 @@ pub async fn active(
             return Ok(());
         }
     }
+}
+
+/// The cluster as the scheduler sees it (`objects`, every unfinished pod
+/// on its nodes), with the portal's jobs named on the GPUs they hold.
+fn cluster_view_of(
+    objects: &Objects,
+    world: &KubeWorld,
+    pods: &BTreeMap<String, Vec<Arc<Pod>>>,
+    teams: &[Team],
+    template: &PodTemplate,
+    at: chrono::DateTime<Utc>,
+) -> Result<views::ClusterView, SnapshotError> {
+    let snap = build_snapshot(
+        objects,
+        &SnapshotOptions {
+            scheduler_name: template.scheduler_name.clone(),
+            ..SnapshotOptions::default()
+        },
+    )?;
+    let owners = world.owners(pods);
+    let jobs: Vec<ViewJob> = snap
+        .jobs
+        .iter()
+        .map(|j| {
+            let rec = j.spec.tasks.first().and_then(|t| owners.get(&t.name));
+            ViewJob {
+                id: rec.map_or("", |r| r.id.as_str()),
+                team: rec.map_or(j.spec.team.as_str(), |r| r.team.as_str()),
+                class: rec.map_or(j.spec.class, |r| r.class).as_str(),
+                job: j,
+                running: j.phase != Phase::Pending,
+            }
+        })
+        .collect();
+    Ok(views::cluster_view(
+        &snap.state,
+        teams.iter().map(|t| t.name.as_str()),
+        &jobs,
+        api::Clock {
+            now: at,
+            speed: 1.0,
+        },
+    ))
 }
 
 /// The pods Partita made, by the ID of their job.

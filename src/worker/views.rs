@@ -23,9 +23,10 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use partita_engine::cluster::State;
 use partita_engine::gpu::MEMORY_SLICES;
 use partita_engine::placement::need;
-use partita_engine::sched::{Nanos, Phase, SECOND};
+use partita_engine::sched::{Job, Nanos, Phase, SECOND};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 
@@ -79,13 +80,44 @@ pub struct TeamQueueView {
     pub slots: BTreeMap<String, api::QueueSlot>,
 }
 
-/// The cluster as the worker has it, at `clock`.
-fn cluster_view(w: &World, clock: api::Clock) -> ClusterView {
-    let st = w.cluster();
+/// A job as the views count it: its portal ID and team, and the engine's
+/// view of it.
+pub struct ViewJob<'a> {
+    /// The portal's job ID; "" for work the portal does not know (a pod
+    /// of Partita's scheduler that no job stored in the database owns).
+    pub id: &'a str,
+    pub team: &'a str,
+    pub class: &'a str,
+    pub job: &'a Job,
+    /// Started and holding its placement (not pending).
+    pub running: bool,
+}
+
+/// The virtual cluster's jobs, for `cluster_view`.
+fn world_jobs(w: &World) -> Vec<ViewJob<'_>> {
+    w.jobs()
+        .map(|(rec, j)| ViewJob {
+            id: &rec.id,
+            team: &rec.team,
+            class: rec.class.as_str(),
+            job: j,
+            running: j.phase != Phase::Pending && rec.runtime.run_since >= 0,
+        })
+        .collect()
+}
+
+/// The cluster `st` with `jobs` on it, at `clock`; `teams` are counted
+/// even when they hold nothing.
+pub fn cluster_view<'a>(
+    st: &State,
+    teams: impl Iterator<Item = &'a str>,
+    jobs: &[ViewJob<'_>],
+    clock: api::Clock,
+) -> ClusterView {
     let mut owner: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
-    for (rec, j) in w.jobs() {
-        for a in j.placed.iter().flatten() {
-            owner.insert(&a.task, (&rec.id, &rec.team));
+    for v in jobs {
+        for a in v.job.placed.iter().flatten() {
+            owner.insert(&a.task, (v.id, v.team));
         }
     }
     let who = |task: &str| -> (String, String) {
@@ -161,15 +193,16 @@ fn cluster_view(w: &World, clock: api::Clock) -> ClusterView {
         ..api::Utilization::default()
     };
     let mut queued: BTreeMap<(String, String), i64> = BTreeMap::new();
-    let mut held: BTreeMap<String, f64> = w.teams().iter().map(|t| (t.name.clone(), 0.0)).collect();
-    for (rec, j) in w.jobs() {
-        *held.entry(rec.team.clone()).or_default() += j.held(st) as f64 / 1000.0;
+    let mut held: BTreeMap<String, f64> = teams.map(|t| (t.to_string(), 0.0)).collect();
+    for v in jobs {
+        let j = v.job;
+        *held.entry(v.team.to_string()).or_default() += j.held(st) as f64 / 1000.0;
         if j.phase == Phase::Pending {
             u.queued_jobs += 1;
             *queued
-                .entry((rec.team.clone(), rec.class.as_str().to_string()))
+                .entry((v.team.to_string(), v.class.to_string()))
                 .or_default() += 1;
-        } else if rec.runtime.run_since >= 0 {
+        } else if v.running {
             u.running_jobs += 1;
             for (i, a) in j.placed.iter().enumerate() {
                 if let (Some(a), Some(t)) = (a, j.spec.tasks.get(i))
@@ -242,7 +275,9 @@ fn queue_views(
 
 /// When and what the worker publishes, and the projection in flight.
 pub struct Publisher {
-    recipe: Arc<Recipe>,
+    /// How to project estimated starts; None where the worker runs no
+    /// engine (on Kubernetes the scheduler places the work).
+    recipe: Option<Arc<Recipe>>,
     next_at: Option<Instant>,
     /// When the next projection may start.
     project_at: Option<Instant>,
@@ -262,10 +297,50 @@ pub struct Rows {
     bodies: Vec<serde_json::Value>,
 }
 
+impl Rows {
+    /// The rows of `cluster` and `queues`, published as of cluster time
+    /// `now`; `began` is when building them began (what it costs bounds
+    /// the next publication).
+    pub fn of(
+        began: Instant,
+        clock: &Clock,
+        now: Nanos,
+        cluster: &ClusterView,
+        queues: &BTreeMap<String, TeamQueueView>,
+    ) -> Result<Rows, sqlx::Error> {
+        let mut rows = Rows {
+            began,
+            at: clock.at(now),
+            speed: clock.speed(),
+            kinds: vec!["cluster".to_string()],
+            teams: vec![String::new()],
+            bodies: vec![to_json(cluster)?],
+        };
+        for (team, q) in queues {
+            rows.kinds.push("queue".to_string());
+            rows.teams.push(team.clone());
+            rows.bodies.push(to_json(q)?);
+        }
+        Ok(rows)
+    }
+}
+
 impl Publisher {
     pub fn new(recipe: Recipe) -> Publisher {
         Publisher {
-            recipe: Arc::new(recipe),
+            recipe: Some(Arc::new(recipe)),
+            next_at: None,
+            project_at: None,
+            projection: None,
+            starts: BTreeMap::new(),
+        }
+    }
+
+    /// A publisher of views built elsewhere (`Rows::of`), with no
+    /// projection of estimated starts.
+    pub fn views_only() -> Publisher {
+        Publisher {
+            recipe: None,
             next_at: None,
             project_at: None,
             projection: None,
@@ -296,6 +371,9 @@ impl Publisher {
                 }
             }
         }
+        let Some(recipe) = &self.recipe else {
+            return;
+        };
         if !w.any_pending() {
             // Nothing waits: nothing to estimate.
             self.starts.clear();
@@ -303,7 +381,7 @@ impl Publisher {
         }
         let due = self.project_at.is_none_or(|at| Instant::now() >= at);
         if self.projection.is_none() && due {
-            let inputs = estimate::inputs(w, self.recipe.clone());
+            let inputs = estimate::inputs(w, recipe.clone());
             let (tx, rx) = mpsc::channel();
             self.projection = Some(rx);
             // Off the tick and off the async runtime's threads: a
@@ -335,27 +413,16 @@ impl Publisher {
         self.project(w);
         let at = clock.at(now);
         let cluster = cluster_view(
-            w,
+            w.cluster(),
+            w.teams().iter().map(|t| t.name.as_str()),
+            &world_jobs(w),
             api::Clock {
                 now: at,
                 speed: clock.speed(),
             },
         );
         let queues = queue_views(w, clock, now, &self.starts);
-        let mut rows = Rows {
-            began,
-            at,
-            speed: clock.speed(),
-            kinds: vec!["cluster".to_string()],
-            teams: vec![String::new()],
-            bodies: vec![to_json(&cluster)?],
-        };
-        for (team, q) in &queues {
-            rows.kinds.push("queue".to_string());
-            rows.teams.push(team.clone());
-            rows.bodies.push(to_json(q)?);
-        }
-        Ok(rows)
+        Rows::of(began, clock, now, &cluster, &queues)
     }
 
     /// Writes a publication (in the caller's transaction: the tick's),
