@@ -1,7 +1,8 @@
 //! The event recorder (src/k8s/events.rs) against a real kube-apiserver:
 //! a burst of 2,000 `Scheduled` events on 2,000 pods reaches the server,
 //! every pod with its Event, and a burst of repeats on one pod becomes one
-//! Event whose series counts them all.
+//! Event whose series counts them all; Events wait while binds are in
+//! flight; a waiting pod gets its PodScheduled condition unless it changed.
 
 mod support;
 
@@ -238,4 +239,119 @@ async fn events_the_server_refuses_are_counted_failed() {
     writer.await.unwrap();
     assert_eq!(metrics.events_total("failed"), 3);
     assert_eq!(metrics.events_total("written"), 0);
+}
+
+/// While binds are in flight the writer holds Events back (they must not
+/// slow binds), and writes them when the binds end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_wait_for_binds_in_flight() {
+    let Some(h) = support::kube::harness() else {
+        return;
+    };
+    let client = support::kube::client(h).await;
+    let ns = "events-binds-first";
+    namespace(&client, ns).await;
+    let pods = create_pods(&client, ns, 1).await;
+    let metrics = Arc::new(Metrics::new());
+    let (recorder, writer) = Events::start(
+        client.clone(),
+        "partita-scheduler",
+        100.0,
+        100,
+        metrics.clone(),
+    );
+
+    let binding = recorder.binding();
+    recorder.record(
+        &pods[0],
+        EventType::Normal,
+        "Scheduled",
+        "partita: assigned",
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(events(&client, ns).await.len(), 0, "written while binding");
+    drop(binding);
+    tokio::time::timeout(Duration::from_secs(30), recorder.flush())
+        .await
+        .expect("the held Event was not written after the binds");
+    assert_eq!(events(&client, ns).await.len(), 1);
+
+    // Binds that never end hold Events back for a while only.
+    let _forever = recorder.binding();
+    recorder.record(
+        &pods[0],
+        EventType::Normal,
+        "Preempted",
+        "partita: preempted",
+    );
+    tokio::time::timeout(Duration::from_secs(30), recorder.flush())
+        .await
+        .expect("Events held back for good by binds in flight");
+    assert_eq!(events(&client, ns).await.len(), 2);
+    recorder.shutdown(Duration::from_secs(5)).await;
+    writer.await.unwrap();
+}
+
+/// `record_waiting` sets the pod's PodScheduled condition with the
+/// Event, unless the pod changed since it was read (it may be bound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_pod_gets_its_condition_unless_it_changed() {
+    let Some(h) = support::kube::harness() else {
+        return;
+    };
+    let client = support::kube::client(h).await;
+    let ns = "events-condition";
+    namespace(&client, ns).await;
+    let pods = create_pods(&client, ns, 2).await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    // The second pod changes after it was read.
+    let changed = touch(&api, pods[1].metadata.name.as_deref().unwrap()).await;
+    assert_ne!(changed, pods[1].metadata.resource_version);
+    let metrics = Arc::new(Metrics::new());
+    let (recorder, writer) = Events::start(
+        client.clone(),
+        "partita-scheduler",
+        100.0,
+        100,
+        metrics.clone(),
+    );
+    let note =
+        partita::k8s::waiting::message("no room: no node fits the job (position 1 in queue q)");
+    recorder.record_waiting(&pods[0], &note);
+    recorder.record_waiting(&pods[1], &note);
+    recorder.shutdown(Duration::from_secs(20)).await;
+    writer.await.unwrap();
+
+    let fresh = api
+        .get(pods[0].metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        partita::k8s::waiting::reason_of(&fresh),
+        Some("no room: no node fits the job")
+    );
+    let c = fresh.status.unwrap().conditions.unwrap();
+    let c = c.iter().find(|c| c.type_ == "PodScheduled").unwrap();
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_deref()),
+        ("False", Some("Unschedulable"))
+    );
+    let stale = api
+        .get(pods[1].metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(partita::k8s::waiting::reason_of(&stale), None);
+    // Both got their Event.
+    assert_eq!(events(&client, ns).await.len(), 2);
+}
+
+/// Adds a label to pod `name`; returns its new resourceVersion.
+async fn touch(api: &Api<Pod>, name: &str) -> Option<String> {
+    use kube::api::{Patch, PatchParams};
+    let patch = serde_json::json!({"metadata": {"labels": {"touched": "yes"}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
 }

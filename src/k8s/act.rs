@@ -54,6 +54,8 @@ impl Scheduler {
         snap: &Snapshot,
         d: &Decision,
     ) -> BTreeMap<String, String> {
+        // Events wait while this cycle binds and evicts.
+        let _binding = self.events.binding();
         let mut waits = BTreeMap::new();
         let (order, starts) = starts_by_job(d);
         // Jobs that need a new instance.

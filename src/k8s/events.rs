@@ -23,6 +23,12 @@
 //! aggregated (folded into a series), failed (could not be written, or no
 //! room in memory).
 //!
+//! While the scheduler binds (`Events::binding`), the writer waits, for
+//! at most `MAX_HOLD`: Events then never compete with binds for the API
+//! server, and they are written in the gap after the burst (the Rust
+//! build writes every `Scheduled` Event, about four times the Go build's
+//! writes in a 5,000-pod burst, which cost binds on a small API server).
+//!
 //! `record_waiting` also sets the pod's `PodScheduled` condition to False,
 //! reason `Unschedulable`, with the same words, as kube-scheduler does:
 //! `kubectl get pod` shows it, autoscalers look for it, and it outlives
@@ -31,7 +37,7 @@
 //! Event, after a token of the same bucket.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -62,6 +68,9 @@ const WRITERS: usize = 8;
 const TRIES: u32 = 3;
 /// The API server refuses a note over 1 kB.
 const MAX_NOTE: usize = 1024;
+/// The longest the writer holds back while binds are in flight: under
+/// binds without end, Events still go out, only later.
+const MAX_HOLD: Duration = Duration::from_secs(2);
 
 /// The event type: Normal or Warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,6 +103,24 @@ struct Shared {
     /// Wakes `flush`: nothing pending, nothing in flight.
     idle: Notify,
     metrics: Arc<Metrics>,
+    /// Binds in flight (`Binding` guards alive), and what wakes the writer
+    /// when they end.
+    binding: AtomicUsize,
+    bound: Notify,
+}
+
+/// Holds the Events back while alive (see `Events::binding`).
+#[derive(Debug)]
+pub struct Binding {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        if self.shared.binding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.bound.notify_waiters();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -150,6 +177,8 @@ impl Events {
             wake: Notify::new(),
             idle: Notify::new(),
             metrics,
+            binding: AtomicUsize::new(0),
+            bound: Notify::new(),
         });
         let writer = Writer {
             client,
@@ -230,6 +259,15 @@ impl Events {
         }
         drop(state);
         self.shared.wake.notify_one();
+    }
+
+    /// Binds are in flight until the guard is dropped: the writer waits
+    /// (at most `MAX_HOLD`) so that Events do not slow them.
+    pub fn binding(&self) -> Binding {
+        self.shared.binding.fetch_add(1, Ordering::AcqRel);
+        Binding {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Waits until every event recorded so far has been written (or
@@ -320,7 +358,7 @@ impl Writer {
                 shared.wake.notified().await;
                 continue;
             }
-            self.write_batch(batch, &shared.metrics).await;
+            self.write_batch(batch, &shared).await;
             shared
                 .state
                 .lock()
@@ -330,7 +368,8 @@ impl Writer {
     }
 
     /// Writes a batch of distinct keys, a few at a time, each after a token.
-    async fn write_batch(&mut self, batch: Vec<(Key, Pending)>, metrics: &Metrics) {
+    async fn write_batch(&mut self, batch: Vec<(Key, Pending)>, shared: &Shared) {
+        let metrics = &shared.metrics;
         let mut tasks = JoinSet::new();
         let account = |writer: &mut Writer, key: Key, pending: Pending, outcome: Outcome| {
             match outcome {
@@ -352,6 +391,7 @@ impl Writer {
         };
         for (key, pending) in batch {
             self.bucket.acquire().await;
+            wait_for_binds(shared).await;
             while tasks.len() >= WRITERS {
                 if let Some(Ok((k, p, o))) = tasks.join_next().await {
                     account(self, k, p, o);
@@ -473,6 +513,22 @@ async fn write(
         }
     }
     Outcome::Failed(last)
+}
+
+/// Waits while binds are in flight, for at most `MAX_HOLD`.
+async fn wait_for_binds(shared: &Shared) {
+    let deadline = Instant::now() + MAX_HOLD;
+    loop {
+        let bound = shared.bound.notified();
+        tokio::pin!(bound);
+        bound.as_mut().enable();
+        if shared.binding.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        if tokio::time::timeout_at(deadline, bound).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Sets the pod's PodScheduled condition to False, reason Unschedulable,
