@@ -23,11 +23,13 @@
 //! aggregated (folded into a series), failed (could not be written, or no
 //! room in memory).
 //!
-//! While the scheduler binds (`Events::binding`), the writer waits, for
-//! at most `MAX_HOLD`: Events then never compete with binds for the API
-//! server, and they are written in the gap after the burst (the Rust
-//! build writes every `Scheduled` Event, about four times the Go build's
-//! writes in a 5,000-pod burst, which cost binds on a small API server).
+//! While the scheduler binds (`Events::binding`), the writer waits:
+//! Events then do not compete with binds for the API server, and are
+//! written in the gap after the burst (the Rust build writes every
+//! `Scheduled` Event, about four times the Go build's writes in a
+//! 5,000-pod burst, which cost binds on a small API server). Binding
+//! without a gap for `MAX_HOLD` lets them through until the next gap:
+//! held longer, a long burst's Events would all wait for its end.
 //!
 //! `record_waiting` also sets the pod's `PodScheduled` condition to False,
 //! reason `Unschedulable`, with the same words, as kube-scheduler does:
@@ -68,9 +70,11 @@ const WRITERS: usize = 8;
 const TRIES: u32 = 3;
 /// The API server refuses a note over 1 kB.
 const MAX_NOTE: usize = 1024;
-/// The longest the writer holds back while binds are in flight: under
-/// binds without end, Events still go out, only later.
-const MAX_HOLD: Duration = Duration::from_secs(2);
+/// The longest the writer holds back while binds are in flight without
+/// a gap: longer than the binds of a 5,000-pod burst with no rate limit
+/// (about 4 s on two cores), shorter than at 500 QPS (10 s), where the
+/// binds' own rate limit, not the API server, is what holds them.
+const MAX_HOLD: Duration = Duration::from_secs(5);
 
 /// The event type: Normal or Warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,6 +191,7 @@ impl Events {
             bucket: TokenBucket::new(qps, burst),
             series: HashMap::new(),
             series_order: VecDeque::new(),
+            held_since: None,
         };
         let task = tokio::spawn(writer.run(shared.clone()));
         (Events { shared }, task)
@@ -262,7 +267,7 @@ impl Events {
     }
 
     /// Binds are in flight until the guard is dropped: the writer waits
-    /// (at most `MAX_HOLD`) so that Events do not slow them.
+    /// (see `MAX_HOLD`) so that Events do not slow them.
     pub fn binding(&self) -> Binding {
         self.shared.binding.fetch_add(1, Ordering::AcqRel);
         Binding {
@@ -316,6 +321,8 @@ struct Writer {
     /// Events written lately, for their series; bounded, oldest out first.
     series: HashMap<Key, Written>,
     series_order: VecDeque<Key>,
+    /// Since when binds without a gap have held the writer back.
+    held_since: Option<Instant>,
 }
 
 /// Takes all that is pending, in the order it came, as in flight.
@@ -391,7 +398,7 @@ impl Writer {
         };
         for (key, pending) in batch {
             self.bucket.acquire().await;
-            wait_for_binds(shared).await;
+            wait_for_binds(shared, &mut self.held_since).await;
             while tasks.len() >= WRITERS {
                 if let Some(Ok((k, p, o))) = tasks.join_next().await {
                     account(self, k, p, o);
@@ -515,16 +522,19 @@ async fn write(
     Outcome::Failed(last)
 }
 
-/// Waits while binds are in flight, for at most `MAX_HOLD`.
-async fn wait_for_binds(shared: &Shared) {
-    let deadline = Instant::now() + MAX_HOLD;
+/// Waits while binds are in flight, unless they have been for
+/// `MAX_HOLD` without a gap (`held_since`: when this stretch of binds
+/// began holding the writer).
+async fn wait_for_binds(shared: &Shared, held_since: &mut Option<Instant>) {
     loop {
         let bound = shared.bound.notified();
         tokio::pin!(bound);
         bound.as_mut().enable();
         if shared.binding.load(Ordering::Acquire) == 0 {
+            *held_since = None;
             return;
         }
+        let deadline = *held_since.get_or_insert_with(Instant::now) + MAX_HOLD;
         if tokio::time::timeout_at(deadline, bound).await.is_err() {
             return;
         }
