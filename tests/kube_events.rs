@@ -49,6 +49,15 @@ fn pod(namespace: &str, name: &str) -> Pod {
     }
 }
 
+/// A client of the test cluster, and `n` new pods in new namespace `ns`;
+/// None without the harness (no Go).
+async fn pods_in(ns: &str, n: usize) -> Option<(kube::Client, Vec<Pod>)> {
+    let client = support::kube::client(support::kube::harness()?).await;
+    namespace(&client, ns).await;
+    let pods = create_pods(&client, ns, n).await;
+    Some((client, pods))
+}
+
 /// Creates `n` unbound pods, 32 at a time; returns them as the server has
 /// them (with their uid).
 async fn create_pods(client: &kube::Client, ns: &str, n: usize) -> Vec<Pod> {
@@ -88,13 +97,10 @@ async fn events(client: &kube::Client, ns: &str) -> Vec<Event> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_2000_scheduled_events_all_reach_the_server() {
-    let Some(h) = support::kube::harness() else {
+    let ns = "events-burst";
+    let Some((client, pods)) = pods_in(ns, 2000).await else {
         return;
     };
-    let client = support::kube::client(h).await;
-    let ns = "events-burst";
-    namespace(&client, ns).await;
-    let pods = create_pods(&client, ns, 2000).await;
     assert_eq!(pods.len(), 2000);
 
     let metrics = Arc::new(Metrics::new());
@@ -161,13 +167,10 @@ async fn a_burst_of_2000_scheduled_events_all_reach_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeats_on_one_pod_become_one_event_with_a_count() {
-    let Some(h) = support::kube::harness() else {
+    let ns = "events-repeats";
+    let Some((client, pods)) = pods_in(ns, 2).await else {
         return;
     };
-    let client = support::kube::client(h).await;
-    let ns = "events-repeats";
-    namespace(&client, ns).await;
-    let pods = create_pods(&client, ns, 2).await;
     let (waiting, other) = (&pods[0], &pods[1]);
 
     let metrics = Arc::new(Metrics::new());
@@ -245,13 +248,10 @@ async fn events_the_server_refuses_are_counted_failed() {
 /// slow binds), and writes them when the binds end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_wait_for_binds_in_flight() {
-    let Some(h) = support::kube::harness() else {
+    let ns = "events-binds-first";
+    let Some((client, pods)) = pods_in(ns, 1).await else {
         return;
     };
-    let client = support::kube::client(h).await;
-    let ns = "events-binds-first";
-    namespace(&client, ns).await;
-    let pods = create_pods(&client, ns, 1).await;
     let metrics = Arc::new(Metrics::new());
     let (recorder, writer) = Events::start(
         client.clone(),
@@ -296,13 +296,10 @@ async fn events_wait_for_binds_in_flight() {
 /// Event, unless the pod changed since it was read (it may be bound).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_pod_gets_its_condition_unless_it_changed() {
-    let Some(h) = support::kube::harness() else {
+    let ns = "events-condition";
+    let Some((client, pods)) = pods_in(ns, 2).await else {
         return;
     };
-    let client = support::kube::client(h).await;
-    let ns = "events-condition";
-    namespace(&client, ns).await;
-    let pods = create_pods(&client, ns, 2).await;
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     // The second pod changes after it was read.
     let changed = touch(&api, pods[1].metadata.name.as_deref().unwrap()).await;
