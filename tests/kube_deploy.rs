@@ -533,23 +533,7 @@ async fn server_manifests_let_the_worker_run_a_job_on_the_cluster() {
         "system:serviceaccount:partita-system:partita-server",
         &SA_GROUPS,
     );
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(&server_sa).unwrap(),
-        &Default::default(),
-    )
-    .await
-    .unwrap();
-    let mut opt = support::api::worker_options(1.0, "server-sa");
-    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
-        config,
-        template: partita::worker::kube::PodTemplate {
-            scheduler_name: "partita".into(),
-            image: "registry.k8s.io/pause:3.10".into(),
-            command: Vec::new(),
-        },
-        tick: std::time::Duration::from_millis(200),
-    });
-    let worker = partita::worker::spawn(w.pool.clone(), opt);
+    let worker = support::kube::kube_worker(&server_sa, &w, "server-sa", "partita").await;
 
     let lead = w.token("lead").unwrap().to_string();
     let a = support::api::call(

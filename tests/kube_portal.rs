@@ -92,30 +92,6 @@ async fn gpu_node(client: &kube::Client, name: &str) {
         .unwrap();
 }
 
-/// A worker on the harness's cluster, for the world's database.
-async fn kube_worker(
-    h: &support::kube::Harness,
-    w: &support::api::World,
-    id: &str,
-    scheduler_name: &str,
-) -> partita::worker::Handle {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&h.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let mut opt = support::api::worker_options(1.0, id);
-    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
-        config,
-        template: partita::worker::kube::PodTemplate {
-            scheduler_name: scheduler_name.into(),
-            image: "registry.k8s.io/pause:3.10".into(),
-            command: Vec::new(),
-        },
-        tick: Duration::from_millis(200),
-    });
-    partita::worker::spawn(w.pool.clone(), opt)
-}
-
 /// Binds a pod as the scheduler does: the node and the GPUs in one write.
 async fn bind(pods: &Api<Pod>, name: &str, node: &str, gpus: &str) {
     let binding = json!({
@@ -176,7 +152,7 @@ async fn a_job_submitted_through_the_api_runs_as_pods_and_is_billed() {
     priority_classes(&client).await;
     gpu_node(&client, "portal-gpu-1").await;
     let w = support::api::world().await;
-    let worker = kube_worker(h, &w, "kube-worker", "partita").await;
+    let worker = support::kube::kube_worker(&h.kubeconfig, &w, "kube-worker", "partita").await;
 
     let lead = w.token("lead").unwrap().to_string();
     let a = call(
@@ -320,7 +296,7 @@ async fn a_pod_made_with_kubectl_shows_up_under_its_queues_team_and_is_billed() 
         )
         .await;
     let w = support::api::world().await;
-    let worker = kube_worker(h, &w, "kubectl-worker", "partita").await;
+    let worker = support::kube::kube_worker(&h.kubeconfig, &w, "kubectl-worker", "partita").await;
 
     // Someone's own pod, for Partita's scheduler, in the Queue of ads.
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ads-lab");
@@ -398,7 +374,7 @@ async fn a_gang_submitted_in_the_portal_is_scheduled_runs_and_is_charged() {
     gpu_node(&client, "e2e-gpu-1").await;
     gpu_node(&client, "e2e-gpu-2").await;
     let w = support::api::world().await;
-    let worker = kube_worker(h, &w, "e2e-worker", NAME).await;
+    let worker = support::kube::kube_worker(&h.kubeconfig, &w, "e2e-worker", NAME).await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let scheduler = tokio::spawn(partita::k8s::run::run(
         partita::k8s::run::RunOptions {

@@ -163,3 +163,29 @@ pub async fn install_crds(client: &kube::Client) {
         }
     }
 }
+
+/// A worker running jobs as pods (`--cluster kubernetes`) on the cluster
+/// of `kubeconfig`, for the database of `w`; its pods name scheduler
+/// `scheduler_name` and run the pause image.
+pub async fn kube_worker(
+    kubeconfig: &Path,
+    w: &super::api::World,
+    id: &str,
+    scheduler_name: &str,
+) -> partita::worker::Handle {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let mut opt = super::api::worker_options(1.0, id);
+    opt.kube = Some(partita::worker::kube_loop::KubeOptions {
+        config,
+        template: partita::worker::kube::PodTemplate {
+            scheduler_name: scheduler_name.into(),
+            image: "registry.k8s.io/pause:3.10".into(),
+            command: Vec::new(),
+        },
+        tick: Duration::from_millis(200),
+    });
+    partita::worker::spawn(w.pool.clone(), opt)
+}
