@@ -13,7 +13,7 @@
 //! no lower one can outweigh it.
 
 use crate::cluster::Node;
-use crate::gpu::{Layout, MEMORY_SLICES, Model, Placement};
+use crate::gpu::{Layout, MEMORY_SLICES, Model, Placement, same_name};
 use crate::placement::{Hint, Request, slices_for};
 
 /// Every MIG score is at least this: above every other score of partita.
@@ -32,10 +32,80 @@ const MIG_TIGHT_UNIT: i64 = 10;
 /// Go build keeps them in a process-wide map) and scratch layouts.
 #[derive(Default)]
 pub(super) struct MigChooser {
-    /// Model name and its maximal layouts, in the order first met.
-    maximal: Vec<(String, Vec<Layout>)>,
+    /// Each model met, in the order first met, with its maximal layouts.
+    maximal: Vec<Maximal>,
     layout: Vec<Placement>,
     grown: Vec<Placement>,
+}
+
+/// A model's maximal layouts, each as a set of bits over the distinct
+/// placements they hold: whether a layout contains every instance of
+/// another is then one mask test, not a search by profile name (the
+/// comparisons were a tenth of a week-1000 run).
+struct Maximal {
+    model: String,
+    /// The placements of any maximal layout, each once: bit `i` of a mask
+    /// is `placements[i]`.
+    placements: Vec<Placement>,
+    masks: Vec<u128>,
+    /// The layouts themselves, for a model whose layouts hold more
+    /// distinct placements than a mask has bits (none in the catalog).
+    layouts: Option<Vec<Layout>>,
+}
+
+impl Maximal {
+    fn of(m: &Model) -> Maximal {
+        let layouts = m.maximal_layouts();
+        let mut placements: Vec<Placement> = Vec::new();
+        for l in &layouts {
+            for p in l {
+                if !placements.contains(p) {
+                    placements.push(p.clone());
+                }
+            }
+        }
+        if placements.len() > 128 {
+            return Maximal {
+                model: m.name.clone(),
+                placements: Vec::new(),
+                masks: Vec::new(),
+                layouts: Some(layouts),
+            };
+        }
+        let masks = layouts
+            .iter()
+            .map(|l| {
+                l.iter().fold(0u128, |mask, p| {
+                    let bit = placements.iter().position(|q| q == p).expect("listed above");
+                    mask | 1 << bit
+                })
+            })
+            .collect();
+        Maximal {
+            model: m.name.clone(),
+            placements,
+            masks,
+            layouts: None,
+        }
+    }
+
+    /// How many of the layouts contain every instance of `l`.
+    fn containing(&self, l: &[Placement]) -> i64 {
+        if let Some(layouts) = &self.layouts {
+            return layouts
+                .iter()
+                .filter(|full| l.iter().all(|p| full.contains(p)))
+                .count() as i64;
+        }
+        let mut want = 0u128;
+        for p in l {
+            let Some(bit) = self.placements.iter().position(|q| q == p) else {
+                return 0; // in no maximal layout
+            };
+            want |= 1 << bit;
+        }
+        self.masks.iter().filter(|&&m| m & want == want).count() as i64
+    }
 }
 
 impl MigChooser {
@@ -83,17 +153,13 @@ impl MigChooser {
 /// How many maximal layouts of `m` contain every instance of `l`: how many
 /// ways the GPU can still be completed. `maximal` caches each model's
 /// layouts by name.
-fn flexibility(maximal: &mut Vec<(String, Vec<Layout>)>, m: &Model, l: &[Placement]) -> i64 {
-    let at = match maximal.iter().position(|(name, _)| *name == m.name) {
+fn flexibility(maximal: &mut Vec<Maximal>, m: &Model, l: &[Placement]) -> i64 {
+    let at = match maximal.iter().position(|x| same_name(&x.model, &m.name)) {
         Some(at) => at,
         None => {
-            maximal.push((m.name.clone(), m.maximal_layouts()));
+            maximal.push(Maximal::of(m));
             maximal.len() - 1
         }
     };
-    let layouts = &maximal[at].1;
-    layouts
-        .iter()
-        .filter(|full| l.iter().all(|p| full.contains(p)))
-        .count() as i64
+    maximal[at].containing(l)
 }

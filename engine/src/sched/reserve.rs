@@ -245,27 +245,38 @@ impl Scheduler {
 pub(super) fn narrowed(c: &mut Cycle<'_>, reqs: usize, outside: Mask) -> Vec<Mask> {
     let mut out = Vec::new();
     if reqs > 1 {
-        let leaves = leaves(c).to_vec();
-        if !leaves.is_empty() {
-            for leaf in &leaves {
-                let mask = (0..c.cluster.len())
-                    .map(|i| c.st.node(i).topology().leaf == *leaf && allows(&outside, i))
-                    .collect();
-                out.push(Some(mask));
-            }
+        let (n_leaves, rank) = leaves(c);
+        for leaf in 0..*n_leaves {
+            let mask = rank
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| r == leaf && allows(&outside, i))
+                .collect();
+            out.push(Some(mask));
         }
     }
     out.push(outside);
     out
 }
 
-/// The leaf switches of the plan, most free GPU first, computed once per
-/// change of the plan: every gang considered asks for it.
-pub(super) fn leaves<'c>(c: &'c mut Cycle<'_>) -> &'c [String] {
+/// The leaf switches of the plan, most free GPU first, as their number and
+/// each node's rank among them, computed once per change of the plan:
+/// every gang considered asks for it. (Compared by name for each node and
+/// leaf, the masks were a tenth of a week-1000 run.)
+pub(super) fn leaves<'c>(c: &'c mut Cycle<'_>) -> &'c (usize, Vec<usize>) {
     if c.leaves.is_none() {
-        c.leaves = Some(leaves_by_free(&c.st));
+        let order = leaves_by_free(&c.st);
+        let rank = c
+            .st
+            .nodes()
+            .map(|n| {
+                let leaf = n.topology().leaf.as_str();
+                order.iter().position(|l| l == leaf).unwrap_or(usize::MAX)
+            })
+            .collect();
+        c.leaves = Some((order.len(), rank));
     }
-    c.leaves.as_deref().expect("computed above")
+    c.leaves.as_ref().expect("computed above")
 }
 
 /// The leaf switches, most free GPU first (ties by name); none when there

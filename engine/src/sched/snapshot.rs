@@ -82,8 +82,9 @@ pub(super) struct Cycle<'a> {
     /// The free GPU milli of the plan and its MIG GPUs (-1: not known).
     pub free: i64,
     pub mig_gpus: i64,
-    /// The leaf switches, most free GPU first, until the plan changes.
-    pub leaves: Option<Vec<String>>,
+    /// The number of leaf switches and each node's rank among them, most
+    /// free GPU first (`usize::MAX` for none), until the plan changes.
+    pub leaves: Option<(usize, Vec<usize>)>,
 }
 
 impl<'a> Cycle<'a> {
