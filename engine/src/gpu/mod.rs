@@ -20,8 +20,8 @@ pub(crate) mod tests;
 pub use error::GpuError;
 pub use geometry::starts_of;
 pub(crate) use geometry::{Usage, join_starts};
-pub use layout::{Layout, Placement};
 pub(crate) use layout::same_name;
+pub use layout::{Layout, Placement};
 pub use model::{DEFAULT_HEADROOM, Model, ModelRef, Profile, catalog, lookup};
 
 /// Compute slices of every MIG-capable GPU in the catalog.

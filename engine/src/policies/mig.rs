@@ -76,7 +76,10 @@ impl Maximal {
             .iter()
             .map(|l| {
                 l.iter().fold(0u128, |mask, p| {
-                    let bit = placements.iter().position(|q| q == p).expect("listed above");
+                    let bit = placements
+                        .iter()
+                        .position(|q| q == p)
+                        .expect("listed above");
                     mask | 1 << bit
                 })
             })

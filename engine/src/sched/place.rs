@@ -391,6 +391,7 @@ impl Scheduler {
         }
         self.promised_nodes.remove(j.id());
         c.in_flight = None;
+        c.holdings += 1;
         self.moving.remove(j.id());
         if let Some(s) = self.table.id_slot(j) {
             let m = &mut self.table.entries[s].memory;

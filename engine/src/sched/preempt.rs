@@ -495,6 +495,7 @@ impl Scheduler {
     pub(super) fn promise(&mut self, c: &mut Cycle<'_>, j: &Job, nodes: BTreeSet<String>) {
         self.promised_nodes.insert(j.id().to_string(), nodes);
         c.in_flight = None;
+        c.holdings += 1;
     }
 
     /// Records the evictions and the promise to `j`: until its victims are

@@ -165,6 +165,18 @@ impl Scheduler {
     /// thought itself owed while the first made room, and made room too,
     /// taking the first's.
     pub(super) fn within_guarantee(&mut self, c: &mut Cycle<'_>, j: &Job) -> bool {
+        let addr = std::ptr::from_ref(j) as usize;
+        let (last, holdings, within) = c.last_within.get();
+        if last == addr && holdings == c.holdings {
+            return within;
+        }
+        let within = self.within_guarantee_now(c, j);
+        c.last_within.set((addr, c.holdings, within));
+        within
+    }
+
+    /// `within_guarantee` without the memory of the last answer.
+    fn within_guarantee_now(&mut self, c: &mut Cycle<'_>, j: &Job) -> bool {
         let p = self.team_pos(c, j);
         if p < 0 {
             return false;

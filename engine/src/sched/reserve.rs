@@ -266,14 +266,13 @@ pub(super) fn narrowed(c: &mut Cycle<'_>, reqs: usize, outside: Mask) -> Vec<Mas
 pub(super) fn leaves<'c>(c: &'c mut Cycle<'_>) -> &'c (usize, Vec<usize>) {
     if c.leaves.is_none() {
         let order = leaves_by_free(&c.st);
-        let rank = c
-            .st
-            .nodes()
-            .map(|n| {
-                let leaf = n.topology().leaf.as_str();
-                order.iter().position(|l| l == leaf).unwrap_or(usize::MAX)
-            })
-            .collect();
+        let rank =
+            c.st.nodes()
+                .map(|n| {
+                    let leaf = n.topology().leaf.as_str();
+                    order.iter().position(|l| l == leaf).unwrap_or(usize::MAX)
+                })
+                .collect();
         c.leaves = Some((order.len(), rank));
     }
     c.leaves.as_ref().expect("computed above")

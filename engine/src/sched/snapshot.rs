@@ -85,6 +85,12 @@ pub(super) struct Cycle<'a> {
     /// The number of leaf switches and each node's rank among them, most
     /// free GPU first (`usize::MAX` for none), until the plan changes.
     pub leaves: Option<(usize, Vec<usize>)>,
+    /// Counts the changes to what `within_guarantee` reads besides the job
+    /// (the teams' holdings, the claims in flight), and its last answer:
+    /// the job (by address), the count then and the answer. Considering
+    /// one job asks it half a dozen times.
+    pub holdings: u64,
+    pub last_within: Cell<(usize, u64, bool)>,
 }
 
 impl<'a> Cycle<'a> {
@@ -162,6 +168,8 @@ impl Scheduler {
             free: -1,
             mig_gpus: 0,
             leaves: None,
+            holdings: 0,
+            last_within: Cell::new((0, 0, false)),
         };
         self.cycles += 1;
         // Jobs gone linger in the table; drop them now and then, and as
@@ -364,6 +372,7 @@ impl Scheduler {
 
     /// Counts `milli` more held by `j`'s team.
     pub(super) fn add_usage(&self, c: &mut Cycle<'_>, j: &Job, milli: i64) {
+        c.holdings += 1;
         let p = self.team_pos(c, j);
         if p >= 0 {
             c.use_[p as usize] += milli;

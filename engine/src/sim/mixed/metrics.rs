@@ -15,7 +15,7 @@ use super::world::{Owe, WJob, World};
 use crate::cluster::{Assignment, Node, State};
 use crate::placement::{grant_share, need};
 use crate::scenario::duration::{MINUTE, seconds};
-use crate::sched::{Nanos, Phase, Team, WaitReason};
+use crate::sched::{Nanos, Phase, READ_AHEAD, Team, WaitReason};
 use crate::workload::{Class, Kind, Task};
 
 /// One scheduler's run. docs/metrics.md defines every field; the JSON
@@ -398,7 +398,11 @@ pub(super) struct ReasonCount<'a> {
 pub(super) fn count_reason<'a>(counts: &mut Vec<ReasonCount<'a>>, reason: &'a str) {
     const SHORT: usize = 64;
     if counts.len() < SHORT {
-        if let Some(c) = counts.iter_mut().find(|c| c.reason == reason) {
+        // Most reasons are the scheduler's static texts: equal by address.
+        if let Some(c) = counts
+            .iter_mut()
+            .find(|c| std::ptr::eq(c.reason, reason) || c.reason == reason)
+        {
             c.n += 1;
             return;
         }
@@ -455,6 +459,9 @@ impl World<'_> {
         let fit = |milli: i64| milli as f64 <= free * 1000.0 + 1e-6;
         let mut fits: Vec<ReasonCount<'_>> = Vec::new();
         for (i, &j) in self.lists.pending.iter().enumerate() {
+            if let Some(&ahead) = self.lists.pending.get(i + READ_AHEAD) {
+                std::hint::black_box(self.why[ahead].full_at);
+            }
             if !fit(self.lists.milli[i]) {
                 continue;
             }
@@ -624,15 +631,12 @@ impl World<'_> {
                 continue;
             };
             i += 1;
-            // The team's use, taken once; the job's phase read only for a
-            // job that does not fit (a job of the pending list is pending;
-            // Go reads it first, to the same effect).
+            // The team's use, taken once. Go reads the job's phase first;
+            // a job of the pending list is pending (`check_lists` holds
+            // the world to it), and reading it was a cache miss per job.
             let usage = usage.get_or_insert_with(|| self.team_usage());
             let guarantee = self.teams[team].guarantee as f64;
             if usage[team] + milli as f64 <= guarantee {
-                continue;
-            }
-            if self.jobs[j].phase() != Phase::Pending {
                 continue;
             }
             if !self.owe[j].owed {
@@ -724,10 +728,9 @@ impl World<'_> {
                 continue;
             };
             let guarantee = self.teams[team].guarantee as f64;
-            // The demand first: the job itself is read only when it fits.
-            if usage[team] + self.owe[j].milli as f64 > guarantee
-                || self.jobs[j].phase() != Phase::Pending
-            {
+            // Go reads the job's phase too; a job of the pending list is
+            // pending (`check_lists`).
+            if usage[team] + self.owe[j].milli as f64 > guarantee {
                 self.owe[j].owed = false;
                 self.owe[j].owed_late = false;
                 continue;
@@ -806,13 +809,10 @@ impl World<'_> {
         let now = self.now();
         self.metrics.advance(now);
         let usage = self.team_usage();
+        // The pending list's teams: the active jobs that are pending.
         let mut backlogged = vec![false; self.teams.len()];
-        for &j in &self.active {
-            if self.jobs[j].phase() == Phase::Pending
-                && let Some(t) = self.owe[j].team
-            {
-                backlogged[t] = true;
-            }
+        for t in self.lists.pending_team.iter().flatten() {
+            backlogged[*t] = true;
         }
         let mut s = Sample {
             t: now,
