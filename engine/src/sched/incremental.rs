@@ -184,7 +184,7 @@ impl Kept {
         self.ends_by[i] = 0;
         self.end_unknown[i] = false;
         for &s in &self.on_node[i] {
-            if let Some(j) = c.cur.get(s as usize).copied().flatten() {
+            if let Some(j) = c.job_at(s as usize) {
                 add_end(&mut self.ends_by, &mut self.end_unknown, i, j);
             }
         }
@@ -224,7 +224,7 @@ impl Scheduler {
                 // Not live; indexed again if it comes back.
                 self.table.unmark(slot);
                 if let Some(x) = c.cur.get_mut(slot) {
-                    *x = None;
+                    x.job = None;
                 }
             }
         }
@@ -260,7 +260,7 @@ impl Scheduler {
                 .kept
                 .pending
                 .iter()
-                .filter_map(|&s| c.cur.get(s as usize).copied().flatten())
+                .filter_map(|&s| c.job_at(s as usize))
                 .collect();
             return (jobs, true);
         }

@@ -46,7 +46,7 @@ impl Scheduler {
         let gone = self
             .table
             .slot_of_id(&r.job)
-            .and_then(|s| c.cur.get(s).copied().flatten())
+            .and_then(|s| c.job_at(s))
             .is_none_or(|j| j.phase != Phase::Pending);
         if gone {
             self.reservation = None;

@@ -27,12 +27,10 @@ pub(super) struct Cycle<'a> {
     pub jobs: &'a [&'a Job],
     /// The plan so far.
     pub st: State,
-    /// The job of the input at each slot of the scheduler's table: the
-    /// jobs of this input, reachable by their entry.
-    pub cur: Vec<Option<&'a Job>>,
-    /// The position in the input's jobs of the job at each slot (for the
-    /// decision's `waiting`).
-    pub index: Vec<usize>,
+    /// The job of the input at each slot of the scheduler's table (the
+    /// jobs of this input, reachable by their entry) and its position in
+    /// the input's jobs (for the decision's `waiting`).
+    pub cur: Vec<AtSlot<'a>>,
     /// The last job `team_pos` answered for (by address) and its answer:
     /// considering one job asks a dozen times, and the answer holds all
     /// cycle (entries are refreshed only by the snapshot).
@@ -93,7 +91,31 @@ pub(super) struct Cycle<'a> {
     pub last_within: Cell<(usize, u64, bool)>,
 }
 
+/// What `Cycle::cur` holds for one slot of the scheduler's table. Side by
+/// side, as both are read of each job of a backlog, and each read of a
+/// slot is a cache miss.
+#[derive(Clone, Copy)]
+pub(super) struct AtSlot<'a> {
+    pub job: Option<&'a Job>,
+    /// `usize::MAX` when not known.
+    pub index: usize,
+}
+
+impl Default for AtSlot<'_> {
+    fn default() -> Self {
+        AtSlot {
+            job: None,
+            index: usize::MAX,
+        }
+    }
+}
+
 impl<'a> Cycle<'a> {
+    /// The input's job at `slot`, if any.
+    pub fn job_at(&self, slot: usize) -> Option<&'a Job> {
+        self.cur.get(slot).and_then(|x| x.job)
+    }
+
     /// Forgets what was computed from the plan.
     pub fn plan_changed(&mut self) {
         self.free = -1;
@@ -105,16 +127,16 @@ impl<'a> Cycle<'a> {
     /// Notes that `j` is the input's job at `slot`.
     pub fn set_cur(&mut self, slot: usize, j: &'a Job) {
         if slot >= self.cur.len() {
-            self.cur.resize(slot + 1, None);
+            self.cur.resize(slot + 1, AtSlot::default());
         }
-        self.cur[slot] = Some(j);
+        self.cur[slot].job = Some(j);
     }
 
     /// The position of `j` in the input's jobs.
     pub fn index_of(&self, sch: &Scheduler, j: &Job) -> usize {
         sch.table
             .slot(j)
-            .and_then(|s| self.index.get(s).copied())
+            .and_then(|s| self.cur.get(s).map(|x| x.index))
             .filter(|&i| i != usize::MAX)
             .or_else(|| self.jobs.iter().position(|x| std::ptr::eq(*x, j)))
             .expect("a job of the input")
@@ -145,7 +167,6 @@ impl Scheduler {
             jobs: input.jobs,
             st: input.cluster.scratch(),
             cur: Vec::new(),
-            index: Vec::new(),
             last_team: Cell::new((0, -1)),
             use_: Vec::new(),
             use_other: BTreeMap::new(),
@@ -181,16 +202,17 @@ impl Scheduler {
         // Which slot each job of the input holds: a read of the job's mark
         // (lifetimes keep no reference to a job across cycles, so the
         // table learns where this cycle's jobs are from them).
-        c.cur.resize(self.table.entries.len(), None);
-        c.index.resize(self.table.entries.len(), usize::MAX);
+        c.cur.resize(self.table.entries.len(), AtSlot::default());
         let mut unmarked = Vec::new();
         for (i, &j) in input.jobs.iter().enumerate() {
             if let Some(ahead) = input.jobs.get(i + READ_AHEAD) {
                 ahead.touch();
             }
             if let Some(slot) = self.table.slot(j) {
-                c.cur[slot] = Some(j);
-                c.index[slot] = i;
+                c.cur[slot] = AtSlot {
+                    job: Some(j),
+                    index: i,
+                };
             } else {
                 unmarked.push(i);
             }
@@ -203,15 +225,15 @@ impl Scheduler {
         // The jobs met for the first time have their slots now.
         for i in unmarked {
             if let Some(slot) = self.table.slot(input.jobs[i]) {
-                if slot >= c.index.len() {
-                    c.index.resize(slot + 1, usize::MAX);
+                if slot >= c.cur.len() {
+                    c.cur.resize(slot + 1, AtSlot::default());
                 }
-                c.index[slot] = i;
+                c.cur[slot].index = i;
             }
         }
         if prune {
             for slot in 0..self.table.entries.len() {
-                let live = c.cur.get(slot).is_some_and(Option::is_some);
+                let live = c.job_at(slot).is_some();
                 if !live && self.table.in_use(slot) {
                     self.table.drop_slot(slot);
                 }
@@ -318,18 +340,14 @@ impl Scheduler {
     /// The input's job with that ID.
     pub(super) fn job<'a>(&self, c: &Cycle<'a>, id: &str) -> Option<&'a Job> {
         let slot = self.table.slot_of_id(id)?;
-        c.cur.get(slot).copied().flatten()
+        c.job_at(slot)
     }
 
     /// Whether `j` is a job of this cycle's input (Go: `live`).
     pub(super) fn live(&self, c: &Cycle<'_>, j: &Job) -> bool {
-        self.table.slot(j).is_some_and(|s| {
-            c.cur
-                .get(s)
-                .copied()
-                .flatten()
-                .is_some_and(|x| std::ptr::eq(x, j))
-        })
+        self.table
+            .slot(j)
+            .is_some_and(|s| c.job_at(s).is_some_and(|x| std::ptr::eq(x, j)))
     }
 
     /// The GPU milli `j` holds (`j` from the input).
