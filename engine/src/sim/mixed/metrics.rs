@@ -346,19 +346,22 @@ pub(super) fn owed_limit(w: &World<'_>) -> Nanos {
 /// clock counts j owed when held plus j fits, each job alone: this is how
 /// often it charges the scheduler for serving the team's own claims
 /// before j.
+///
+/// `pending` is the world's pending list, in arrival order as the active
+/// jobs are (Go goes through the active jobs and reads each one's phase).
 pub(super) fn behind_own_team(
     jobs: &[WJob],
     owe: &[Owe],
-    active: &[usize],
+    pending: &[usize],
     j: usize,
     held: f64,
     guarantee: f64,
 ) -> bool {
     let me = &jobs[j];
     let mut ahead: Vec<usize> = Vec::new();
-    for &v in active {
+    for &v in pending {
         let o = &jobs[v];
-        if v == j || owe[v].team != owe[j].team || o.phase() != Phase::Pending {
+        if v == j || owe[v].team != owe[j].team {
             continue;
         }
         let (oc, mc) = (o.job.spec.class, me.job.spec.class);
@@ -674,7 +677,7 @@ impl World<'_> {
         if behind_own_team(
             &self.jobs,
             &self.owe,
-            &self.active,
+            &self.lists.pending,
             j,
             held,
             guarantee as f64,
