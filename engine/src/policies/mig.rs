@@ -13,7 +13,7 @@
 //! no lower one can outweigh it.
 
 use crate::cluster::Node;
-use crate::gpu::{Layout, MEMORY_SLICES, Model, Placement, same_name};
+use crate::gpu::{MEMORY_SLICES, Model, Placement, same_name};
 use crate::placement::{Hint, Request, slices_for};
 
 /// Every MIG score is at least this: above every other score of partita.
@@ -41,20 +41,19 @@ pub(super) struct MigChooser {
 /// A model's maximal layouts, each as a set of bits over the distinct
 /// placements they hold: whether a layout contains every instance of
 /// another is then one mask test, not a search by profile name (the
-/// comparisons were a tenth of a week-1000 run).
-struct Maximal {
+/// comparisons were a tenth of a week-1000 run). A model has at most one
+/// placement per profile and memory slice: a catalog model has far fewer
+/// than 128 (a test checks each).
+pub(super) struct Maximal {
     model: String,
     /// The placements of any maximal layout, each once: bit `i` of a mask
     /// is `placements[i]`.
-    placements: Vec<Placement>,
+    pub(super) placements: Vec<Placement>,
     masks: Vec<u128>,
-    /// The layouts themselves, for a model whose layouts hold more
-    /// distinct placements than a mask has bits (none in the catalog).
-    layouts: Option<Vec<Layout>>,
 }
 
 impl Maximal {
-    fn of(m: &Model) -> Maximal {
+    pub(super) fn of(m: &Model) -> Maximal {
         let layouts = m.maximal_layouts();
         let mut placements: Vec<Placement> = Vec::new();
         for l in &layouts {
@@ -64,14 +63,12 @@ impl Maximal {
                 }
             }
         }
-        if placements.len() > 128 {
-            return Maximal {
-                model: m.name.clone(),
-                placements: Vec::new(),
-                masks: Vec::new(),
-                layouts: Some(layouts),
-            };
-        }
+        assert!(
+            placements.len() <= 128,
+            "{}: {} distinct MIG placements, more than a mask holds",
+            m.name,
+            placements.len()
+        );
         let masks = layouts
             .iter()
             .map(|l| {
@@ -88,18 +85,11 @@ impl Maximal {
             model: m.name.clone(),
             placements,
             masks,
-            layouts: None,
         }
     }
 
     /// How many of the layouts contain every instance of `l`.
-    fn containing(&self, l: &[Placement]) -> i64 {
-        if let Some(layouts) = &self.layouts {
-            return layouts
-                .iter()
-                .filter(|full| l.iter().all(|p| full.contains(p)))
-                .count() as i64;
-        }
+    pub(super) fn containing(&self, l: &[Placement]) -> i64 {
         let mut want = 0u128;
         for p in l {
             let Some(bit) = self.placements.iter().position(|q| q == p) else {

@@ -110,6 +110,7 @@ impl Scheduler {
     /// the change ran, the victims' GPUs went back to the victims, and the
     /// job evicted them again when the change was done.)
     fn settle_promises(&mut self, c: &mut Cycle<'_>) {
+        c.holdings += 1; // the claims in flight may change (within_guarantee)
         let settled: Vec<String> = self
             .promised_nodes
             .keys()

@@ -3,7 +3,7 @@
 
 use crate::gpu::Placement;
 use crate::placement::Hint;
-use crate::policies::mig::{MIG_BAND, MIG_EXISTING, MIG_FLEX_UNIT};
+use crate::policies::mig::{MIG_BAND, MIG_EXISTING, MIG_FLEX_UNIT, Maximal};
 
 use super::helpers::{
     allocate_on, grants_text, must_policy, node, place_one, running, score_on, task, world,
@@ -83,4 +83,31 @@ fn keeps_the_gpu_flexible() {
     let best = if flex(4) > flex(0) { 4 } else { 0 };
     assert_ne!(flex(0), flex(4), "the test needs the starts to differ");
     assert_eq!(hint, slice_hint(0, &format!("3g.40gb@{best}")));
+}
+
+/// Every catalog model's maximal layouts fit the flexibility's bit masks,
+/// and the masks count what a search of the layouts counts.
+#[test]
+fn maximal_layouts_as_masks_count_as_the_layouts() {
+    for m in crate::gpu::catalog().iter().filter(|m| m.mig) {
+        let max = Maximal::of(m);
+        let layouts = m.maximal_layouts();
+        let count = |l: &[Placement]| {
+            layouts
+                .iter()
+                .filter(|full| l.iter().all(|p| full.contains(p)))
+                .count() as i64
+        };
+        assert_eq!(max.containing(&[]), count(&[]), "{}", m.name);
+        for p in &max.placements {
+            let one = std::slice::from_ref(p);
+            assert_eq!(max.containing(one), count(one), "{} {p:?}", m.name);
+            for q in &max.placements {
+                let two = [p.clone(), q.clone()];
+                assert_eq!(max.containing(&two), count(&two), "{} {p:?} {q:?}", m.name);
+            }
+        }
+        let foreign = [Placement::new("9g.999gb", 0)];
+        assert_eq!(max.containing(&foreign), 0, "{}", m.name);
+    }
 }
